@@ -1,0 +1,209 @@
+//! Fork safety: where the per-thread state lives, and how a child process is kept from
+//! replaying its parent's stream.
+//!
+//! Two mechanisms, used together:
+//!
+//! - **Wipe-on-fork pages (Linux 4.14 and later).** Each thread's state sits in its own
+//!   anonymous mapping marked `MADV_WIPEONFORK`, which makes the kernel hand the child zero
+//!   pages at that address (`madvise(2)`). A zeroed state reads as empty and unseeded, so the
+//!   child's first read seeds from the OS. This covers `fork()`, `vfork`-less `clone()` calls
+//!   that run no atfork handlers, and every thread of a multi-threaded parent. The mapping is
+//!   also marked `MADV_DONTDUMP`, so core dumps leave the key and buffer out. Because some
+//!   emulators accept any `madvise` advice and ignore it, the first mapping of the process is
+//!   checked in `/proc/self/smaps`: unless its `VmFlags` carry `wf`, the process counts as
+//!   having no wipe-on-fork.
+//! - **A process-wide epoch.** [`EPOCH`] is bumped by a `pthread_atfork` child handler and by
+//!   [`crate::reseed_all`]; every thread compares its state's epoch with it on every read (one
+//!   relaxed atomic load) and reseeds on a mismatch. On Unix systems without wipe-on-fork this
+//!   is what catches `fork()`; a raw `clone` there runs no handler and is not detected.
+//!
+//! The PID is never used: PIDs are reused, and a grandchild can get its grandparent's PID.
+
+use core::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+
+/// Process-wide reseed epoch: bumped in a forked child and by `reseed_all`.
+pub(crate) static EPOCH: AtomicU64 = AtomicU64::new(1);
+
+/// The current epoch (a relaxed load: a plain `mov` on x86-64 and a plain `ldr` on AArch64).
+#[inline(always)]
+pub(crate) fn epoch() -> u64 {
+    EPOCH.load(Ordering::Relaxed)
+}
+
+/// Starts a new epoch: every thread reseeds before its next output.
+pub(crate) fn bump_epoch() {
+    EPOCH.fetch_add(1, Ordering::Relaxed);
+}
+
+#[cfg(unix)]
+extern "C" fn atfork_child() {
+    // Async-signal-safe: one atomic add.
+    bump_epoch();
+}
+
+/// Registers the atfork child handler once per process (Unix); a no-op elsewhere.
+pub(crate) fn register_atfork() {
+    #[cfg(unix)]
+    {
+        static ONCE: std::sync::Once = std::sync::Once::new();
+        ONCE.call_once(|| {
+            // SAFETY: `atfork_child` is an `extern "C"` function with no arguments that
+            // lives for the whole program and does only an atomic add, which is safe in a
+            // child that was forked from a multi-threaded parent.
+            unsafe {
+                libc::pthread_atfork(None, None, Some(atfork_child));
+            }
+        });
+    }
+}
+
+const UNKNOWN: u8 = 0;
+const HONOURED: u8 = 1;
+const NOT_HONOURED: u8 = 2;
+
+/// Whether this process's kernel really wipes `MADV_WIPEONFORK` pages in a child.
+static WIPE_ON_FORK: AtomicU8 = AtomicU8::new(UNKNOWN);
+
+/// How the state of one thread is protected against `fork`, as found for this process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ForkProtection {
+    /// The state lives in `MADV_WIPEONFORK` pages that the kernel was seen to honour, plus
+    /// the atfork epoch.
+    WipeOnFork,
+    /// Only the `pthread_atfork` epoch (other Unix systems, Linux before 4.14, emulators
+    /// that ignore the advice): `fork()` is detected, a raw `clone` is not.
+    AtforkEpoch,
+    /// Neither mechanism exists on this platform (no `fork` there).
+    None,
+}
+
+/// The fork protection in force for this process's thread-local generators; `None` until
+/// the first thread has read (the check runs when the first state is set up).
+pub fn fork_protection() -> Option<ForkProtection> {
+    match WIPE_ON_FORK.load(Ordering::Relaxed) {
+        HONOURED => Some(ForkProtection::WipeOnFork),
+        NOT_HONOURED if cfg!(unix) => Some(ForkProtection::AtforkEpoch),
+        NOT_HONOURED => Some(ForkProtection::None),
+        _ => None,
+    }
+}
+
+/// Page-backed storage for one `T`, zero-initialised: on Linux an anonymous private mapping
+/// marked wipe-on-fork and do-not-dump, elsewhere a zeroed heap allocation.
+pub(crate) struct Pages<T> {
+    ptr: core::ptr::NonNull<T>,
+    #[cfg(target_os = "linux")]
+    len: usize,
+}
+
+impl<T> Pages<T> {
+    /// Maps zeroed storage for a `T`. `T` must be valid when all-zero. `None` when the OS
+    /// refuses the memory.
+    pub(crate) fn new_zeroed() -> Option<Self> {
+        #[cfg(target_os = "linux")]
+        {
+            let page = page_size();
+            let len = size_of::<T>().div_ceil(page) * page;
+            debug_assert!(align_of::<T>() <= page);
+            // SAFETY: an anonymous private mapping with no address hint has no
+            // preconditions; the result is checked against MAP_FAILED.
+            let addr = unsafe {
+                libc::mmap(
+                    core::ptr::null_mut(),
+                    len,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                    -1,
+                    0,
+                )
+            };
+            if addr == libc::MAP_FAILED {
+                return None;
+            }
+            // SAFETY: `addr..addr + len` is the mapping made just above and owned here.
+            let wiped = unsafe { libc::madvise(addr, len, libc::MADV_WIPEONFORK) } == 0;
+            // SAFETY: as above. Failure (kernels before 3.4) only means a core dump could
+            // include the state, so it is ignored.
+            unsafe { libc::madvise(addr, len, libc::MADV_DONTDUMP) };
+            if WIPE_ON_FORK.load(Ordering::Relaxed) == UNKNOWN {
+                let honoured = wiped && smaps_shows_wipe_on_fork(addr as usize);
+                WIPE_ON_FORK.store(
+                    if honoured { HONOURED } else { NOT_HONOURED },
+                    Ordering::Relaxed,
+                );
+            } else if !wiped {
+                WIPE_ON_FORK.store(NOT_HONOURED, Ordering::Relaxed);
+            }
+            let ptr = core::ptr::NonNull::new(addr.cast::<T>())?;
+            Some(Pages { ptr, len })
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            WIPE_ON_FORK.store(NOT_HONOURED, Ordering::Relaxed);
+            let layout = std::alloc::Layout::new::<T>();
+            // SAFETY: `T` is not zero-sized (the state holds a 1024-byte block).
+            let raw = unsafe { std::alloc::alloc_zeroed(layout) };
+            let ptr = core::ptr::NonNull::new(raw.cast::<T>())?;
+            Some(Pages { ptr })
+        }
+    }
+
+    /// The stored value's address (valid until `self` is dropped).
+    pub(crate) fn as_ptr(&self) -> *mut T {
+        self.ptr.as_ptr()
+    }
+
+    /// The storage's address range, for tests that inspect `/proc/self/smaps`.
+    #[cfg(all(target_os = "linux", test))]
+    pub(crate) fn range(&self) -> (usize, usize) {
+        let start = self.ptr.as_ptr() as usize;
+        (start, start + self.len)
+    }
+}
+
+impl<T> Drop for Pages<T> {
+    fn drop(&mut self) {
+        #[cfg(target_os = "linux")]
+        // SAFETY: the mapping was made by `new_zeroed` with this address and length and is
+        // unmapped exactly once; no reference into it outlives `self`.
+        unsafe {
+            libc::munmap(self.ptr.as_ptr().cast(), self.len);
+        }
+        #[cfg(not(target_os = "linux"))]
+        // SAFETY: allocated in `new_zeroed` with the same layout, freed exactly once.
+        unsafe {
+            std::alloc::dealloc(self.ptr.as_ptr().cast(), std::alloc::Layout::new::<T>());
+        }
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn page_size() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    usize::try_from(size).unwrap_or(4096).max(4096)
+}
+
+/// The `VmFlags` of the mapping that contains `addr`, from `/proc/self/smaps` (the kernel
+/// may have merged neighbouring mappings with equal flags into one entry).
+#[cfg(target_os = "linux")]
+pub(crate) fn smaps_flags(addr: usize) -> Option<String> {
+    let smaps = std::fs::read_to_string("/proc/self/smaps").ok()?;
+    let contains = |line: &str| {
+        let range = line.split_whitespace().next()?;
+        let (start, end) = range.split_once('-')?;
+        let start = usize::from_str_radix(start, 16).ok()?;
+        let end = usize::from_str_radix(end, 16).ok()?;
+        Some(start <= addr && addr < end)
+    };
+    let mut lines = smaps.lines().skip_while(|l| contains(l) != Some(true));
+    lines.next()?;
+    lines
+        .find_map(|l| l.strip_prefix("VmFlags:"))
+        .map(|f| f.trim().to_owned())
+}
+
+#[cfg(target_os = "linux")]
+fn smaps_shows_wipe_on_fork(start: usize) -> bool {
+    smaps_flags(start).is_some_and(|flags| flags.split_whitespace().any(|f| f == "wf"))
+}

@@ -1,0 +1,337 @@
+//! The fast-key-erasure generator: ChaCha20 keystream, key erasure at every refill, and
+//! zeroing of served bytes (D. J. Bernstein, "Fast-key-erasure random-number generators",
+//! 2017-07-23).
+//!
+//! Layout of the state: one 1024-byte *output block* (16 ChaCha20 blocks of 64 bytes) whose
+//! first 32 bytes hold the current key `K` and whose remaining 992 bytes are the buffer served
+//! to callers. A refill runs ChaCha20 under `K` (nonce 0, block counter 0..16) straight over
+//! the whole output block, so the new key lands where the old one was and the old key is gone
+//! the moment the keystream is written. Bytes are served from the end of the block backwards in
+//! the sense that `avail` counts the unserved bytes at its tail; every served byte is zeroed.
+//!
+//! An all-zero state (`avail == 0`) is "empty": the next read refills. That lets a page that
+//! the kernel wiped on `fork` read as an empty, unseeded state without any extra check on the
+//! small-read fast path.
+
+use chacha20::ChaCha20LegacyCore;
+use chacha20::cipher::array::Array;
+use chacha20::cipher::{KeyIvInit, StreamCipherCore};
+use core::fmt;
+use zeroize::Zeroize;
+
+/// Size of the key `K` in bytes (ChaCha20's 256-bit key).
+pub const KEY_LEN: usize = 32;
+/// Size of one ChaCha20 block in bytes (RFC 8439, section 2.3).
+pub const BLOCK_LEN: usize = 64;
+/// Blocks produced per refill: 16 blocks, 1024 bytes.
+pub const REFILL_BLOCKS: usize = 16;
+/// Bytes produced per refill (key plus buffer): 1024.
+pub const REFILL_LEN: usize = REFILL_BLOCKS * BLOCK_LEN;
+/// Bytes served from one refill: 992 (1024 minus the 32-byte next key).
+pub const BUFFER_LEN: usize = REFILL_LEN - KEY_LEN;
+
+/// The ChaCha20 nonce of every batch: all zero, since each key is used for one batch only.
+const NONCE: [u8; 8] = [0; 8];
+
+/// The generator's state: the key and the buffer in one output block, and the count of
+/// unserved bytes at its tail.
+///
+/// The all-zero value is a valid *empty* state (key zero, nothing to serve); callers that
+/// seed it must do so before the first refill.
+#[repr(C, align(64))]
+pub(crate) struct Core {
+    /// `block[..32]` is the key `K`; `block[32..]` is the buffer.
+    block: [[u8; BLOCK_LEN]; REFILL_BLOCKS],
+    /// Unserved bytes, at `block[REFILL_LEN - avail..]`; 0 ..= 992.
+    avail: usize,
+}
+
+impl Core {
+    /// An empty state with key `key`: the first read refills.
+    pub(crate) const fn new(key: [u8; KEY_LEN]) -> Self {
+        let mut block = [[0u8; BLOCK_LEN]; REFILL_BLOCKS];
+        let mut i = 0;
+        while i < KEY_LEN {
+            block[0][i] = key[i];
+            i += 1;
+        }
+        Core { block, avail: 0 }
+    }
+
+    /// The current key `K`.
+    #[inline]
+    pub(crate) fn key(&self) -> &[u8; KEY_LEN] {
+        self.block[0]
+            .first_chunk::<KEY_LEN>()
+            .expect("a block holds a key")
+    }
+
+    #[inline]
+    fn key_mut(&mut self) -> &mut [u8; KEY_LEN] {
+        self.block[0]
+            .first_chunk_mut::<KEY_LEN>()
+            .expect("a block holds a key")
+    }
+
+    /// Unserved bytes in the buffer (0 to 992).
+    #[inline]
+    pub(crate) fn available(&self) -> usize {
+        self.avail
+    }
+
+    /// The 992-byte buffer, served and unserved parts (for tests of the zeroing).
+    #[cfg(test)]
+    pub(crate) fn buffer(&self) -> &[u8] {
+        &self.block.as_flattened()[KEY_LEN..]
+    }
+
+    /// Copies `dest.len()` bytes from the buffer and zeroes them there.
+    ///
+    /// The caller guarantees `dest.len() <= self.avail`.
+    #[inline(always)]
+    pub(crate) fn serve(&mut self, dest: &mut [u8]) {
+        debug_assert!(dest.len() <= self.avail);
+        let start = REFILL_LEN - self.avail;
+        let src = &mut self.block.as_flattened_mut()[start..start + dest.len()];
+        dest.copy_from_slice(src);
+        src.fill(0);
+        self.avail -= dest.len();
+    }
+
+    /// Serves bytes from the buffer first, then produces the rest of `dest` by refills and
+    /// direct fills exactly as the spec's `fill` loop says. `before_keystream(self, bytes)`
+    /// runs before each batch of keystream with the number of bytes about to be produced
+    /// (1024 for a refill, 32 + n for a direct fill), so the thread-local generator can
+    /// account for output and reseed there; it never runs when the buffer alone suffices.
+    #[inline]
+    pub(crate) fn fill_with<E>(
+        &mut self,
+        mut dest: &mut [u8],
+        mut before_keystream: impl FnMut(&mut Self, usize) -> Result<(), E>,
+    ) -> Result<(), E> {
+        while !dest.is_empty() {
+            if self.avail > 0 {
+                let m = dest.len().min(self.avail);
+                let (now, rest) = dest.split_at_mut(m);
+                self.serve(now);
+                dest = rest;
+            } else if dest.len() >= BUFFER_LEN {
+                before_keystream(self, KEY_LEN + dest.len())?;
+                self.direct_fill(dest);
+                return Ok(());
+            } else {
+                before_keystream(self, REFILL_LEN)?;
+                self.refill();
+            }
+        }
+        Ok(())
+    }
+
+    /// `Z = keystream(K, 1024)`; `K = Z[..32]`; buffer = `Z[32..]`, all 992 bytes unserved.
+    #[inline(never)]
+    pub(crate) fn refill(&mut self) {
+        let mut cipher = ChaCha20LegacyCore::new(self.key().into(), &NONCE.into());
+        // The keystream overwrites the old key in place: no copy of Z[..32] is made.
+        cipher.write_keystream_blocks(Array::cast_slice_from_core_mut(&mut self.block));
+        // `cipher` (a copy of the old key's words) is zeroized by its `Drop`.
+        self.avail = BUFFER_LEN;
+    }
+
+    /// The spec's direct path for a request of 992 bytes or more with an empty buffer:
+    /// `Z = keystream(K, 32 + n)`, `K = Z[..32]`, `dest = Z[32..]`.
+    #[inline(never)]
+    fn direct_fill(&mut self, dest: &mut [u8]) {
+        debug_assert_eq!(self.avail, 0);
+        let mut cipher = ChaCha20LegacyCore::new(self.key().into(), &NONCE.into());
+        let mut scratch = [[0u8; BLOCK_LEN]; 1];
+        let scratch_blocks = Array::cast_slice_from_core_mut(&mut scratch);
+
+        // Block 0: the next key, then the first 32 output bytes.
+        cipher.write_keystream_blocks(scratch_blocks);
+        let (next_key, first) = scratch_blocks[0].split_at(KEY_LEN);
+        self.key_mut().copy_from_slice(next_key);
+        let (head, rest) = dest.split_at_mut(KEY_LEN);
+        head.copy_from_slice(first);
+
+        // Whole blocks straight into the caller's memory.
+        let (blocks, tail) = rest.as_chunks_mut::<BLOCK_LEN>();
+        cipher.write_keystream_blocks(Array::cast_slice_from_core_mut(blocks));
+
+        // A partial last block goes through the scratch block, which is then wiped.
+        if !tail.is_empty() {
+            cipher.write_keystream_blocks(scratch_blocks);
+            tail.copy_from_slice(&scratch_blocks[0][..tail.len()]);
+        }
+        scratch.zeroize();
+    }
+
+    /// Reseeds by mixing: `K = K XOR s`, then wipes and empties the buffer.
+    pub(crate) fn mix_key(&mut self, s: &[u8; KEY_LEN]) {
+        for (k, s) in self.key_mut().iter_mut().zip(s) {
+            *k ^= s;
+        }
+        self.wipe_buffer();
+    }
+
+    /// Zeroes the 992-byte buffer and marks it empty; the key is kept.
+    pub(crate) fn wipe_buffer(&mut self) {
+        self.block.as_flattened_mut()[KEY_LEN..].zeroize();
+        self.avail = 0;
+    }
+
+    /// Zeroes the key and the buffer.
+    pub(crate) fn wipe(&mut self) {
+        self.block.as_flattened_mut().zeroize();
+        self.avail.zeroize();
+    }
+}
+
+impl fmt::Debug for Core {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Core").finish_non_exhaustive()
+    }
+}
+
+/// A seedable fast-key-erasure ChaCha20 generator (the value-stable construction of
+/// `docs/DESIGN.md`, after D. J. Bernstein's 2017 post "Fast-key-erasure random-number
+/// generators").
+///
+/// The state is a 32-byte key and a 992-byte buffer. Each refill computes 1024 bytes (16
+/// ChaCha20 blocks, RFC 8439 with an all-zero nonce and block counter 0) under the current
+/// key, replaces the key with the first 32 of them and serves the other 992; requests of 992
+/// bytes or more that find the buffer empty are written straight into the caller's memory.
+/// Served bytes are zeroed in the buffer, so the state never holds anything that recomputes
+/// output already handed out (backtracking resistance).
+///
+/// Its output for a given seed is value-stable: the same bytes on every platform and in
+/// every release, checked against known-answer vectors from an independent ChaCha20.
+///
+/// `FkeRng` is deliberately neither `Clone` nor `Copy` (two copies would repeat each other's
+/// output); its `Debug` shows no key or buffer bytes, and dropping it zeroizes the state.
+/// It implements [`rand_core::SeedableRng`] with a 32-byte seed and
+/// [`rand_core::TryRng`]/[`rand_core::TryCryptoRng`] with `Infallible` errors, so it is a
+/// [`rand_core::Rng`] and [`rand_core::CryptoRng`].
+///
+/// ```
+/// use fkrng::FkeRng;
+/// use rand_core::{Rng, SeedableRng};
+///
+/// let mut rng = FkeRng::from_seed([0u8; 32]);
+/// let mut nonce = [0u8; 12];
+/// rng.fill_bytes(&mut nonce);
+/// assert_eq!(nonce[..4], [0xda, 0x41, 0x59, 0x7c]);
+/// ```
+pub struct FkeRng {
+    core: Core,
+}
+
+impl FkeRng {
+    /// Fills `dest` with the next `dest.len()` bytes of the stream. A zero-length `dest`
+    /// changes nothing. Never fails and never panics.
+    #[inline]
+    pub fn fill(&mut self, dest: &mut [u8]) {
+        let done: Result<(), core::convert::Infallible> = self.core.fill_with(dest, |_, _| Ok(()));
+        let Ok(()) = done;
+    }
+
+    /// The next 4 bytes of the stream as a little-endian `u32`.
+    #[inline]
+    pub fn next_u32(&mut self) -> u32 {
+        u32::from_le_bytes(self.array())
+    }
+
+    /// The next 8 bytes of the stream as a little-endian `u64`.
+    #[inline]
+    pub fn next_u64(&mut self) -> u64 {
+        u64::from_le_bytes(self.array())
+    }
+
+    /// The next `N` bytes of the stream as an array.
+    #[inline]
+    pub fn array<const N: usize>(&mut self) -> [u8; N] {
+        let mut out = [0u8; N];
+        self.fill(&mut out);
+        out
+    }
+
+    #[cfg(test)]
+    pub(crate) fn core(&self) -> &Core {
+        &self.core
+    }
+}
+
+impl rand_core::SeedableRng for FkeRng {
+    /// The initial key `K`, 32 bytes.
+    type Seed = [u8; KEY_LEN];
+
+    fn from_seed(seed: Self::Seed) -> Self {
+        let mut seed = seed;
+        let rng = FkeRng {
+            core: Core::new(seed),
+        };
+        seed.zeroize();
+        rng
+    }
+}
+
+impl Drop for FkeRng {
+    fn drop(&mut self) {
+        self.core.wipe();
+    }
+}
+
+impl zeroize::ZeroizeOnDrop for FkeRng {}
+
+impl fmt::Debug for FkeRng {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FkeRng").finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand_core::SeedableRng;
+
+    #[test]
+    fn served_bytes_are_zero_and_key_changes_at_every_refill() {
+        let mut rng = FkeRng::from_seed([7; 32]);
+        let mut keys = vec![*rng.core().key()];
+        let mut out = [0u8; 100];
+        for _ in 0..40 {
+            let before = rng.core().available();
+            rng.fill(&mut out);
+            assert_ne!(out, [0u8; 100]);
+            if rng.core().available() > before {
+                keys.push(*rng.core().key());
+            }
+            let served = BUFFER_LEN - rng.core().available();
+            assert!(rng.core().buffer()[..served].iter().all(|&b| b == 0));
+            assert!(rng.core().buffer()[served..].iter().any(|&b| b != 0));
+        }
+        assert_eq!(keys.len(), 1 + 40 * 100 / BUFFER_LEN + 1);
+        for (i, a) in keys.iter().enumerate() {
+            for b in &keys[i + 1..] {
+                assert_ne!(a, b);
+            }
+        }
+    }
+
+    #[test]
+    fn direct_fill_replaces_key_and_leaves_buffer_empty() {
+        let mut rng = FkeRng::from_seed([9; 32]);
+        let before = *rng.core().key();
+        let mut big = vec![0u8; 5000];
+        rng.fill(&mut big);
+        assert_ne!(*rng.core().key(), before);
+        assert_eq!(rng.core().available(), 0);
+        assert!(rng.core().buffer().iter().all(|&b| b == 0));
+    }
+
+    #[test]
+    fn debug_shows_no_bytes() {
+        let rng = FkeRng::from_seed([0xab; 32]);
+        let text = format!("{rng:?}");
+        assert_eq!(text, "FkeRng { .. }");
+    }
+}

@@ -1,0 +1,171 @@
+//! fkrng: a fast, fork-safe, backtracking-resistant cryptographic random number generator.
+//!
+//! Each thread owns a ChaCha20 generator with *fast key erasure* (D. J. Bernstein,
+//! "Fast-key-erasure random-number generators", 2017): it is seeded with 32 bytes from the
+//! OS (`getrandom`), and every refill of its 992-byte buffer also replaces its key with fresh
+//! keystream, while every byte it hands out is zeroed in the buffer. Memory read after the
+//! fact therefore cannot reveal earlier output (backtracking resistance). Small reads are
+//! copies from the thread's buffer: no system call, no lock, no heap allocation.
+//!
+//! The thread's generator reseeds from the OS every 1 to 2 MiB of output (a random budget)
+//! or 60 seconds, in a forked child before its first output, and on request
+//! ([`reseed`], [`reseed_all`]).
+//!
+//! ```
+//! // A 96-bit AEAD nonce and a 256-bit key.
+//! let nonce: [u8; 12] = fkrng::array();
+//! let key: [u8; 32] = fkrng::array();
+//!
+//! // Any length, from the calling thread's generator.
+//! let mut salt = [0u8; 16];
+//! fkrng::fill(&mut salt);
+//!
+//! // Where an RNG is expected (`rand_core` 0.10 traits, `rand` 0.10 extension methods).
+//! use rand::RngExt;
+//! let mut rng = fkrng::rng();
+//! let die: u8 = rng.random_range(1..=6);
+//! assert!((1..=6).contains(&die));
+//! # let _ = (nonce, key);
+//! ```
+//!
+//! For a reproducible stream from a seed, use [`FkeRng`], the same construction without the
+//! thread-local lifecycle.
+//!
+//! # Crate features
+//! - `std` (default): the thread-local generator, OS seeding and [`Error`]. Without it, only
+//!   [`FkeRng`] is built (`no_std`).
+//! - `cli`: builds the `fkrng` command-line tool.
+#![cfg_attr(not(feature = "std"), no_std)]
+#![deny(missing_docs)]
+
+mod generator;
+mod rng;
+
+#[cfg(feature = "std")]
+mod entropy;
+#[cfg(feature = "std")]
+mod error;
+#[cfg(feature = "std")]
+mod fork;
+#[cfg(feature = "std")]
+mod thread;
+
+pub use generator::{BUFFER_LEN, FkeRng, KEY_LEN, REFILL_LEN};
+
+#[cfg(feature = "std")]
+pub use error::Error;
+#[cfg(feature = "std")]
+pub use fork::{ForkProtection, fork_protection};
+#[cfg(feature = "std")]
+pub use rng::ThreadRng;
+#[cfg(feature = "std")]
+pub use thread::{RESEED_INTERVAL_NS, RESEED_MIN_BYTES};
+
+/// Fills `dest` with random bytes from the calling thread's generator.
+///
+/// Reads up to the bytes left in the thread's 992-byte buffer are a copy and a zeroing;
+/// larger ones refill (16 ChaCha20 blocks) or, from 992 bytes on with an empty buffer, write
+/// keystream straight into `dest`. An empty `dest` does nothing.
+///
+/// # Panics
+/// If the OS random source fails when this thread first seeds, or when it must reseed
+/// after a `fork` or [`reseed_all`]: the message is one line naming the OS error. Use
+/// [`try_fill`] to get the error instead. A failed *periodic* reseed does not panic (the
+/// generator keeps its key and retries at the next refill).
+#[cfg(feature = "std")]
+#[inline]
+pub fn fill(dest: &mut [u8]) {
+    if let Err(e) = thread::try_fill(dest) {
+        fill_failed(e)
+    }
+}
+
+#[cfg(feature = "std")]
+#[cold]
+#[inline(never)]
+fn fill_failed(e: Error) -> ! {
+    panic!("fkrng: {e}")
+}
+
+/// Fills `dest` with random bytes from the calling thread's generator, or returns the OS
+/// error that kept the thread from seeding (first use, after `fork`, after [`reseed_all`]).
+///
+/// On error nothing is written to `dest` and no output is produced from an unseeded,
+/// all-zero or inherited key; the next call tries the OS again.
+///
+/// # Errors
+/// [`Error`] when the OS random source (`getrandom`) fails or returns only zero bytes.
+#[cfg(feature = "std")]
+#[inline]
+pub fn try_fill(dest: &mut [u8]) -> Result<(), Error> {
+    thread::try_fill(dest)
+}
+
+/// `N` random bytes from the calling thread's generator: `array::<12>()` is a 96-bit AEAD
+/// nonce, `array::<32>()` a 256-bit key.
+///
+/// # Panics
+/// As [`fill`].
+#[cfg(feature = "std")]
+#[inline]
+pub fn array<const N: usize>() -> [u8; N] {
+    let mut out = [0u8; N];
+    fill(&mut out);
+    out
+}
+
+/// A random `u32` from 4 bytes (little-endian) of the calling thread's generator.
+///
+/// # Panics
+/// As [`fill`].
+#[cfg(feature = "std")]
+#[inline]
+pub fn u32() -> u32 {
+    u32::from_le_bytes(array())
+}
+
+/// A random `u64` from 8 bytes (little-endian) of the calling thread's generator.
+///
+/// # Panics
+/// As [`fill`].
+#[cfg(feature = "std")]
+#[inline]
+pub fn u64() -> u64 {
+    u64::from_le_bytes(array())
+}
+
+/// A [`ThreadRng`] handle to the calling thread's generator, for APIs that take a
+/// `rand_core` RNG.
+#[cfg(feature = "std")]
+#[inline]
+pub fn rng() -> ThreadRng {
+    ThreadRng::new()
+}
+
+/// Reseeds the calling thread's generator now: `K = K XOR S` with 32 fresh bytes `S` from
+/// the OS, and its buffer is wiped. Mixing keeps the old key's secrecy if the OS source is
+/// weak, and gains fresh entropy if the old state leaked.
+///
+/// Called from a signal handler that interrupted a read, or during thread exit, it does
+/// nothing (those reads are served from the OS directly).
+///
+/// # Errors
+/// [`Error`] when the OS source fails; the generator then keeps its key.
+#[cfg(feature = "std")]
+pub fn reseed() -> Result<(), Error> {
+    thread::reseed()
+}
+
+/// Makes every thread of the process reseed from the OS before its next output, by starting
+/// a new process-wide epoch; each read compares its thread's epoch with it (one relaxed
+/// atomic load on the small-read path).
+///
+/// Call it where the whole process may have been duplicated without a `fork`: right after a
+/// VM snapshot is restored (Firecracker, AWS Lambda SnapStart, QEMU savevm/loadvm), or after
+/// a process checkpoint is restored (CRIU). Every clone of a snapshot would otherwise replay
+/// the same stream. A reseed that fails after this call makes that thread's next read fail
+/// (`try_fill` returns the error, `fill` panics) rather than emit from the old state.
+#[cfg(feature = "std")]
+pub fn reseed_all() {
+    fork::bump_epoch();
+}

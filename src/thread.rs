@@ -1,0 +1,518 @@
+//! The thread-local generator: one fast-key-erasure state per OS thread, seeded lazily from
+//! the OS, reseeded periodically, after `fork` and on demand, and served without a system
+//! call, a lock, an atomic read-modify-write or a heap allocation on the small-read path.
+//!
+//! The thread-local slot holds only a pointer ([`STATE`]); the state itself lives in pages
+//! from [`crate::fork::Pages`] (wipe-on-fork and do-not-dump on Linux). A second thread-local
+//! ([`OWNER`]) owns those pages and, when the thread exits, wipes the state, unmaps it and
+//! marks the slot torn down, so that reads from later thread-local destructors take
+//! [`fresh_from_os`].
+
+use crate::Error;
+use crate::entropy::{Entropy, Os};
+use crate::fork::{self, Pages};
+use crate::generator::Core;
+#[cfg(test)]
+use crate::generator::KEY_LEN;
+use core::cell::Cell;
+use core::ptr;
+use core::sync::atomic::{Ordering, compiler_fence};
+use std::sync::OnceLock;
+use std::time::Instant;
+use zeroize::Zeroize;
+
+/// Lower end of the reseed byte budget: 1 MiB of output since the last (re)seed.
+pub const RESEED_MIN_BYTES: u64 = 1 << 20;
+/// Time after which a thread reseeds at its next refill: 60 seconds (the Linux kernel's
+/// crng reseed interval), in nanoseconds.
+pub const RESEED_INTERVAL_NS: u64 = 60 * 1_000_000_000;
+
+/// A monotonic clock in nanoseconds, injectable for tests.
+pub(crate) trait Clock {
+    fn now_ns(&self) -> u64;
+}
+
+/// `CLOCK_MONOTONIC` through `std::time::Instant`, counted from the first call in the
+/// process.
+pub(crate) struct Monotonic;
+
+impl Clock for Monotonic {
+    fn now_ns(&self) -> u64 {
+        static BASE: OnceLock<Instant> = OnceLock::new();
+        let base = *BASE.get_or_init(Instant::now);
+        u64::try_from(base.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+}
+
+/// When the current key came from the OS and how much output it may produce.
+///
+/// All-zero means "never seeded", which is what a wiped-on-fork page reads as.
+#[repr(C)]
+#[derive(Default)]
+struct Lifecycle {
+    seeded: bool,
+    /// The [`fork::EPOCH`] value at the last (re)seed.
+    epoch: u64,
+    /// Keystream bytes produced since the last (re)seed.
+    produced: u64,
+    /// Reseed once `produced` reaches this: uniform in [1 MiB, 2 MiB).
+    budget: u64,
+    /// [`Clock::now_ns`] at the last (re)seed.
+    seeded_at_ns: u64,
+}
+
+impl Lifecycle {
+    fn due(&self, now_ns: u64) -> bool {
+        self.produced >= self.budget
+            || now_ns.saturating_sub(self.seeded_at_ns) >= RESEED_INTERVAL_NS
+    }
+}
+
+/// One thread's generator. Valid when all-zero (empty and unseeded).
+#[repr(C)]
+pub(crate) struct ThreadState {
+    core: Core,
+    life: Lifecycle,
+    /// Set while a read runs on this thread, so that a signal handler that interrupts it and
+    /// reads too is served by [`fresh_from_os`] instead of touching the state mid-update.
+    busy: bool,
+}
+
+impl ThreadState {
+    #[cfg(test)]
+    fn zeroed() -> Box<Self> {
+        Box::new(ThreadState {
+            core: Core::new([0; KEY_LEN]),
+            life: Lifecycle::default(),
+            busy: false,
+        })
+    }
+
+    /// The small-read fast path: a length check, one relaxed atomic load of the epoch, a copy
+    /// and a zeroing.
+    #[inline(always)]
+    fn fill(&mut self, dest: &mut [u8]) -> Result<(), Error> {
+        if dest.len() <= self.core.available() && self.life.epoch == fork::epoch() {
+            self.core.serve(dest);
+            Ok(())
+        } else {
+            self.fill_slow(dest, &mut Os, &Monotonic)
+        }
+    }
+
+    /// Seeds or reseeds if the state is unseeded or from an older epoch (fork, `reseed_all`),
+    /// then fills, reseeding periodically before a refill or direct fill.
+    #[cold]
+    #[inline(never)]
+    fn fill_slow(
+        &mut self,
+        dest: &mut [u8],
+        os: &mut impl Entropy,
+        clock: &impl Clock,
+    ) -> Result<(), Error> {
+        if !self.life.seeded || self.life.epoch != fork::epoch() {
+            // Strict: no output from an unseeded or inherited key.
+            self.reseed(os, clock)?;
+        }
+        let Self { core, life, .. } = self;
+        core.fill_with(dest, |core, bytes| {
+            let now = clock.now_ns();
+            if life.due(now) {
+                // A failed periodic reseed keeps the (still secret) key; the next refill
+                // tries again.
+                if let Ok((s, draw)) = os.seed() {
+                    core.mix_key(&s);
+                    life.restart(draw, now);
+                }
+            }
+            life.produced = life.produced.saturating_add(bytes as u64);
+            Ok::<(), Error>(())
+        })
+    }
+
+    /// `K = K XOR S` with 32 fresh OS bytes `S`, buffer wiped and emptied, counters reset.
+    /// An unseeded state has `K = 0`, so this is also the first seeding.
+    fn reseed(&mut self, os: &mut impl Entropy, clock: &impl Clock) -> Result<(), Error> {
+        let epoch = fork::epoch();
+        let (mut s, draw) = os.seed()?;
+        self.core.mix_key(&s);
+        s.zeroize();
+        self.life.seeded = true;
+        self.life.epoch = epoch;
+        self.life.restart(draw, clock.now_ns());
+        Ok(())
+    }
+
+    fn wipe(&mut self) {
+        self.core.wipe();
+        self.life = Lifecycle::default();
+    }
+}
+
+impl Lifecycle {
+    fn restart(&mut self, draw: u32, now_ns: u64) {
+        self.produced = 0;
+        self.budget = RESEED_MIN_BYTES + (u64::from(draw) & (RESEED_MIN_BYTES - 1));
+        self.seeded_at_ns = now_ns;
+    }
+}
+
+/// Marks a slot whose state was released at thread exit (or is being set up).
+const UNAVAILABLE: *mut ThreadState = ptr::dangling_mut();
+
+/// Owns a thread's state pages; its destructor wipes and releases them at thread exit.
+struct Owner(Cell<Option<Pages<ThreadState>>>);
+
+impl Drop for Owner {
+    fn drop(&mut self) {
+        if let Some(pages) = self.0.take() {
+            STATE.set(UNAVAILABLE);
+            // SAFETY: the pages hold an initialised `ThreadState`; the slot no longer points
+            // to it, so no other reference exists on this thread (and none on others).
+            unsafe { (*pages.as_ptr()).wipe() };
+            #[cfg(test)]
+            // SAFETY: as above; the pages are still mapped until `pages` drops below.
+            tests::record_release(unsafe { &*pages.as_ptr() });
+            drop(pages);
+        }
+    }
+}
+
+std::thread_local! {
+    /// This thread's state: null before the first read, [`UNAVAILABLE`] after thread exit.
+    static STATE: Cell<*mut ThreadState> = const { Cell::new(ptr::null_mut()) };
+    static OWNER: Owner = const { Owner(Cell::new(None)) };
+}
+
+/// Fills `dest` from the calling thread's generator.
+#[inline]
+pub(crate) fn try_fill(dest: &mut [u8]) -> Result<(), Error> {
+    let p = STATE.get();
+    if p.is_null() || p == UNAVAILABLE {
+        return fill_without_state(p, dest);
+    }
+    // SAFETY: a non-null slot other than UNAVAILABLE points to this thread's state, which
+    // stays mapped until `OWNER`'s destructor resets the slot. Only this thread uses it; a
+    // signal handler that interrupts us sees `busy` set (the fences keep the flag's writes
+    // on either side of the state's use) and leaves the state alone.
+    unsafe {
+        if ptr::read_volatile(&raw const (*p).busy) {
+            return fresh_from_os(dest);
+        }
+        ptr::write_volatile(&raw mut (*p).busy, true);
+        compiler_fence(Ordering::SeqCst);
+        let result = (*p).fill(dest);
+        compiler_fence(Ordering::SeqCst);
+        ptr::write_volatile(&raw mut (*p).busy, false);
+        result
+    }
+}
+
+/// Reseeds the calling thread's generator now.
+pub(crate) fn reseed() -> Result<(), Error> {
+    with_state(|st| st.reseed(&mut Os, &Monotonic)).unwrap_or(Ok(()))
+}
+
+/// Runs `f` on this thread's state, setting it up first; `None` when the thread has no
+/// state to offer (being set up, in use by an interrupted read, torn down, out of memory).
+fn with_state<R>(f: impl FnOnce(&mut ThreadState) -> R) -> Option<R> {
+    let mut p = STATE.get();
+    if p.is_null() {
+        p = set_up()?;
+    }
+    if p == UNAVAILABLE {
+        return None;
+    }
+    // SAFETY: as in `try_fill`.
+    unsafe {
+        if ptr::read_volatile(&raw const (*p).busy) {
+            return None;
+        }
+        ptr::write_volatile(&raw mut (*p).busy, true);
+        compiler_fence(Ordering::SeqCst);
+        let r = f(&mut *p);
+        compiler_fence(Ordering::SeqCst);
+        ptr::write_volatile(&raw mut (*p).busy, false);
+        Some(r)
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn fill_without_state(p: *mut ThreadState, dest: &mut [u8]) -> Result<(), Error> {
+    if p.is_null() && set_up().is_some() {
+        return try_fill(dest);
+    }
+    fresh_from_os(dest)
+}
+
+/// Maps this thread's state and registers its owner. `None` if the memory is refused or the
+/// thread is exiting (the slot is then left for a later try or marked unavailable).
+#[cold]
+fn set_up() -> Option<*mut ThreadState> {
+    // A signal handler that runs while this is under way takes the OS path.
+    STATE.set(UNAVAILABLE);
+    fork::register_atfork();
+    let Some(pages) = Pages::<ThreadState>::new_zeroed() else {
+        STATE.set(ptr::null_mut());
+        return None;
+    };
+    let p = pages.as_ptr();
+    // Fails only once this thread's destructors have run; the pages are then released
+    // and the slot stays unavailable.
+    OWNER.try_with(|owner| owner.0.set(Some(pages))).ok()?;
+    STATE.set(p);
+    Some(p)
+}
+
+/// Bytes for a read that cannot use the thread's state (a signal handler interrupting a
+/// read, a destructor after thread exit, no memory for the state): a one-off generator keyed
+/// with 32 fresh OS bytes, wiped when done.
+#[cold]
+#[inline(never)]
+pub(crate) fn fresh_from_os(dest: &mut [u8]) -> Result<(), Error> {
+    if dest.is_empty() {
+        return Ok(());
+    }
+    let (key, _) = Os.seed()?;
+    let mut one_off = <crate::FkeRng as rand_core::SeedableRng>::from_seed(key);
+    one_off.fill(dest);
+    Ok(())
+}
+
+/// The address range of this thread's state pages (tests of the mapping's flags).
+#[cfg(all(target_os = "linux", test))]
+pub(crate) fn state_range() -> Option<(usize, usize)> {
+    OWNER.with(|o| {
+        let pages = o.0.take();
+        let range = pages.as_ref().map(Pages::range);
+        o.0.set(pages);
+        range
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    static RELEASE_ALL_ZERO: std::sync::Mutex<Vec<bool>> = std::sync::Mutex::new(Vec::new());
+
+    pub(super) fn record_release(st: &ThreadState) {
+        let all_zero = st.core.key() == &[0; KEY_LEN]
+            && st.core.available() == 0
+            && !st.life.seeded
+            && st.life.budget == 0;
+        RELEASE_ALL_ZERO.lock().unwrap().push(all_zero);
+    }
+
+    /// Hands out a counter pattern (never all zero), or fails while `fail` is set.
+    struct FakeOs {
+        calls: u32,
+        fail: bool,
+    }
+
+    impl Entropy for FakeOs {
+        fn fill(&mut self, dest: &mut [u8]) -> Result<(), Error> {
+            if self.fail {
+                return Err(getrandom::Error::UNEXPECTED.into());
+            }
+            self.calls += 1;
+            for (i, b) in dest.iter_mut().enumerate() {
+                *b = (self.calls as u8).wrapping_add(i as u8) | 1;
+            }
+            Ok(())
+        }
+    }
+
+    struct FakeClock(Cell<u64>);
+
+    impl Clock for FakeClock {
+        fn now_ns(&self) -> u64 {
+            self.0.get()
+        }
+    }
+
+    fn read(st: &mut ThreadState, n: usize, os: &mut FakeOs, clock: &FakeClock) -> Vec<u8> {
+        let mut out = vec![0u8; n];
+        st.fill_slow(&mut out, os, clock).unwrap();
+        out
+    }
+
+    #[test]
+    fn first_read_seeds_once_and_budget_is_in_range() {
+        let mut st = ThreadState::zeroed();
+        let mut os = FakeOs {
+            calls: 0,
+            fail: false,
+        };
+        let clock = FakeClock(Cell::new(5));
+        read(&mut st, 16, &mut os, &clock);
+        assert_eq!(os.calls, 1);
+        assert!(st.life.seeded);
+        assert!((RESEED_MIN_BYTES..2 * RESEED_MIN_BYTES).contains(&st.life.budget));
+        assert_eq!(st.life.produced, 1024);
+        assert_eq!(st.life.seeded_at_ns, 5);
+    }
+
+    #[test]
+    fn byte_budget_triggers_reseed_at_a_refill() {
+        let mut st = ThreadState::zeroed();
+        let mut os = FakeOs {
+            calls: 0,
+            fail: false,
+        };
+        let clock = FakeClock(Cell::new(0));
+        read(&mut st, 16, &mut os, &clock);
+        let budget = st.life.budget;
+        // Direct fills of 64 KiB: each produces 32 + 65536 bytes of keystream.
+        let per = 65536 + 32;
+        let fills_before_due = budget.div_ceil(per) as usize;
+        for _ in 0..fills_before_due {
+            read(&mut st, 65536, &mut os, &clock);
+        }
+        assert_eq!(os.calls, 1, "no reseed before the budget is spent");
+        read(&mut st, 65536, &mut os, &clock);
+        assert_eq!(
+            os.calls, 2,
+            "reseed at the first direct fill past the budget"
+        );
+        assert_eq!(st.life.produced, per);
+    }
+
+    #[test]
+    fn sixty_seconds_trigger_reseed_only_at_refill() {
+        let mut st = ThreadState::zeroed();
+        let mut os = FakeOs {
+            calls: 0,
+            fail: false,
+        };
+        let clock = FakeClock(Cell::new(1_000));
+        read(&mut st, 16, &mut os, &clock);
+        clock.0.set(1_000 + RESEED_INTERVAL_NS - 1);
+        read(&mut st, 976, &mut os, &clock); // empties the buffer exactly
+        assert_eq!(os.calls, 1);
+        clock.0.set(1_000 + RESEED_INTERVAL_NS);
+        assert_eq!(st.core.available(), 0);
+        read(&mut st, 16, &mut os, &clock);
+        assert_eq!(os.calls, 2);
+        assert_eq!(st.life.seeded_at_ns, 1_000 + RESEED_INTERVAL_NS);
+    }
+
+    #[test]
+    fn failed_periodic_reseed_keeps_key_and_retries() {
+        let mut st = ThreadState::zeroed();
+        let mut os = FakeOs {
+            calls: 0,
+            fail: false,
+        };
+        let clock = FakeClock(Cell::new(0));
+        read(&mut st, 992, &mut os, &clock);
+        clock.0.set(RESEED_INTERVAL_NS * 2);
+        os.fail = true;
+        let key_before = *st.core.key();
+        let out = read(&mut st, 16, &mut os, &clock);
+        assert_ne!(out, vec![0u8; 16]);
+        assert_ne!(
+            *st.core.key(),
+            key_before,
+            "the refill still erased the key"
+        );
+        assert_eq!(os.calls, 1);
+        read(&mut st, 976, &mut os, &clock);
+        os.fail = false;
+        read(&mut st, 16, &mut os, &clock);
+        assert_eq!(os.calls, 2, "retried at the next refill");
+    }
+
+    #[test]
+    fn unseeded_state_with_failing_os_emits_nothing() {
+        let mut st = ThreadState::zeroed();
+        let mut os = FakeOs {
+            calls: 0,
+            fail: true,
+        };
+        let clock = FakeClock(Cell::new(0));
+        let mut out = [0u8; 16];
+        assert!(st.fill_slow(&mut out, &mut os, &clock).is_err());
+        assert_eq!(out, [0u8; 16]);
+        assert!(!st.life.seeded);
+        assert_eq!(st.core.available(), 0);
+    }
+
+    #[test]
+    fn all_zero_entropy_is_refused() {
+        struct Zeros;
+        impl Entropy for Zeros {
+            fn fill(&mut self, dest: &mut [u8]) -> Result<(), Error> {
+                dest.fill(0);
+                Ok(())
+            }
+        }
+        let mut st = ThreadState::zeroed();
+        let mut out = [0u8; 8];
+        let err = st
+            .fill_slow(&mut out, &mut Zeros, &FakeClock(Cell::new(0)))
+            .unwrap_err();
+        assert_eq!(err, Error::ALL_ZERO);
+        assert_eq!(out, [0u8; 8]);
+    }
+
+    #[test]
+    fn epoch_change_reseeds_before_output_and_failure_is_fatal() {
+        let mut st = ThreadState::zeroed();
+        let mut os = FakeOs {
+            calls: 0,
+            fail: false,
+        };
+        let clock = FakeClock(Cell::new(0));
+        read(&mut st, 16, &mut os, &clock);
+        st.life.epoch = st.life.epoch.wrapping_sub(1); // as if `reseed_all` or a fork ran
+        os.fail = true;
+        let mut out = [0u8; 16];
+        assert!(st.fill_slow(&mut out, &mut os, &clock).is_err());
+        assert_eq!(out, [0u8; 16]);
+        os.fail = false;
+        let key_before = *st.core.key();
+        read(&mut st, 16, &mut os, &clock);
+        assert_eq!(os.calls, 2);
+        assert_eq!(st.life.epoch, fork::epoch());
+        assert_ne!(*st.core.key(), key_before);
+    }
+
+    #[test]
+    fn thread_exit_wipes_state_before_release() {
+        std::thread::spawn(|| {
+            let mut b = [0u8; 16];
+            crate::fill(&mut b);
+        })
+        .join()
+        .unwrap();
+        let log = RELEASE_ALL_ZERO.lock().unwrap();
+        assert!(!log.is_empty());
+        assert!(log.iter().all(|&z| z), "every released state was wiped");
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn state_pages_are_wipe_on_fork_and_dont_dump() {
+        crate::fill(&mut [0u8; 1]);
+        let (start, _) = state_range().expect("state mapped");
+        let flags = crate::fork::smaps_flags(start).expect("mapping listed in smaps");
+        let flags: Vec<&str> = flags.split_whitespace().collect();
+        assert!(flags.contains(&"wf"), "{flags:?}");
+        assert!(flags.contains(&"dd"), "{flags:?}");
+        assert_eq!(
+            crate::fork_protection(),
+            Some(crate::ForkProtection::WipeOnFork)
+        );
+    }
+
+    #[test]
+    fn slot_is_pointer_sized() {
+        assert_eq!(
+            size_of::<Cell<*mut ThreadState>>(),
+            size_of::<usize>(),
+            "the thread-local slot holds only a pointer"
+        );
+    }
+}
