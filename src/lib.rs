@@ -169,3 +169,8 @@ pub fn reseed() -> Result<(), Error> {
 pub fn reseed_all() {
     fork::bump_epoch();
 }
+
+/// The examples of README.md, run as doctests.
+#[cfg(all(doctest, feature = "std"))]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
