@@ -221,6 +221,14 @@ impl fmt::Debug for Core {
 /// rng.fill_bytes(&mut nonce);
 /// assert_eq!(nonce[..4], [0xda, 0x41, 0x59, 0x7c]);
 /// ```
+///
+/// Copies would replay the same stream, so there are none:
+///
+/// ```compile_fail
+/// use rand_core::SeedableRng;
+/// let a = fkrng::FkeRng::from_seed([1; 32]);
+/// let b = a.clone();
+/// ```
 pub struct FkeRng {
     core: Core,
 }

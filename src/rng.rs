@@ -31,6 +31,13 @@ use rand_core::{TryCryptoRng, TryRng};
 /// rng.fill_bytes(&mut salt);
 /// # let _ = key;
 /// ```
+///
+/// A handle cannot move to another thread, where it would stand for the wrong generator:
+///
+/// ```compile_fail
+/// fn needs_send<T: Send>(_: T) {}
+/// needs_send(fkrng::rng());
+/// ```
 #[derive(Clone, Default)]
 pub struct ThreadRng {
     _not_send: PhantomData<*const ()>,
