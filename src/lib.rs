@@ -193,7 +193,8 @@ pub fn reseed_all() {
     fork::bump_epoch();
 }
 
-/// The examples of README.md, run as doctests.
-#[cfg(all(doctest, feature = "std"))]
+/// The examples of README.md, run as doctests (they use the `rand_core_0_6` and `rustls`
+/// features; `rustls` implies `std`).
+#[cfg(all(doctest, feature = "rand_core_0_6", feature = "rustls"))]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
