@@ -214,6 +214,8 @@ impl fmt::Debug for Core {
 /// It implements [`rand_core::SeedableRng`] with a 32-byte seed and
 /// [`rand_core::TryRng`]/[`rand_core::TryCryptoRng`] with `Infallible` errors, so it is a
 /// [`rand_core::Rng`] and [`rand_core::CryptoRng`].
+/// The features `rand_core_0_6` and `rand_core_0_9` add those generations' `RngCore`,
+/// `CryptoRng` and `SeedableRng` (same seed, same stream), also without `std`.
 ///
 /// ```
 /// use fkrng::FkeRng;

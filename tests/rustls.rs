@@ -161,7 +161,7 @@ fn a_failing_source_stops_the_handshake() {
 }
 
 #[test]
-fn fills_are_distinct_and_from_the_thread_generator() {
+fn fills_are_distinct_and_not_fips() {
     let mut seen = HashSet::new();
     for _ in 0..10_000 {
         let mut random = [0u8; 32];

@@ -80,14 +80,44 @@ mod thread_rng {
 
     impl CryptoRng for ThreadRng {}
 
+    /// The code of an fkrng error without an OS `errno`: `rand_core`'s first custom code.
+    const NO_OS_CODE: NonZeroU32 = NonZeroU32::new(rand_core_06::Error::CUSTOM_START).unwrap();
+
+    /// `rand_core` 0.6 keeps OS errors as their positive `errno` (below `INTERNAL_START`).
     #[cold]
     fn to_rand_core_error(e: crate::Error) -> rand_core_06::Error {
         let code = e
             .raw_os_error()
             .and_then(|c| u32::try_from(c).ok())
-            .filter(|&c| c > 0 && c < rand_core_06::Error::INTERNAL_START)
-            .unwrap_or(rand_core_06::Error::CUSTOM_START);
-        let code = NonZeroU32::new(code).expect("codes above are non-zero");
+            .filter(|&c| c < rand_core_06::Error::INTERNAL_START)
+            .and_then(NonZeroU32::new)
+            .unwrap_or(NO_OS_CODE);
         rand_core_06::Error::from(code)
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn errors_without_an_os_code_map_to_custom_start() {
+            for e in [
+                crate::Error::ALL_ZERO,
+                crate::Error::from(getrandom::Error::UNSUPPORTED),
+            ] {
+                let code = to_rand_core_error(e).code().map(NonZeroU32::get);
+                assert_eq!(code, Some(rand_core_06::Error::CUSTOM_START));
+            }
+        }
+
+        #[test]
+        fn try_fill_bytes_fills() {
+            let mut a = [0u8; 48];
+            let mut b = [0u8; 48];
+            RngCore::try_fill_bytes(&mut ThreadRng::default(), &mut a).expect("seeded");
+            RngCore::try_fill_bytes(&mut ThreadRng::default(), &mut b).expect("seeded");
+            assert_ne!(a, b);
+            assert_ne!(a, [0u8; 48]);
+        }
     }
 }
