@@ -5,8 +5,8 @@
 
 use std::collections::HashSet;
 use std::io::{Read, Write};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use rustls::crypto::{CryptoProvider, GetRandomFailed, SecureRandom, ring};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName};
@@ -14,11 +14,13 @@ use rustls::{
     ClientConfig, ClientConnection, Connection, RootCertStore, ServerConfig, ServerConnection,
 };
 
-/// Wraps `fkrng::RustlsRandom` and counts the calls and bytes rustls asks of it.
+/// Wraps `fkrng::RustlsRandom`, counts the calls and bytes rustls asks of it and keeps the
+/// 32-byte fills (client and server randoms, session IDs).
 #[derive(Debug)]
 struct Counting {
     calls: AtomicUsize,
     bytes: AtomicUsize,
+    fills_32: Mutex<Vec<[u8; 32]>>,
 }
 
 impl Counting {
@@ -26,6 +28,7 @@ impl Counting {
         Counting {
             calls: AtomicUsize::new(0),
             bytes: AtomicUsize::new(0),
+            fills_32: Mutex::new(Vec::new()),
         }
     }
 }
@@ -34,7 +37,11 @@ impl SecureRandom for Counting {
     fn fill(&self, buf: &mut [u8]) -> Result<(), GetRandomFailed> {
         self.calls.fetch_add(1, Ordering::Relaxed);
         self.bytes.fetch_add(buf.len(), Ordering::Relaxed);
-        fkrng::RustlsRandom.fill(buf)
+        fkrng::RustlsRandom.fill(buf)?;
+        if let Ok(fill) = <[u8; 32]>::try_from(&*buf) {
+            self.fills_32.lock().expect("not poisoned").push(fill);
+        }
+        Ok(())
     }
 }
 
@@ -83,8 +90,8 @@ fn connections(
 }
 
 /// Moves every pending TLS record from `from` to `to` through an in-memory buffer and lets
-/// `to` process them. Returns the number of bytes moved.
-fn pump(from: &mut Connection, to: &mut Connection) -> Result<usize, rustls::Error> {
+/// `to` process them. Returns the bytes moved.
+fn pump(from: &mut Connection, to: &mut Connection) -> Result<Vec<u8>, rustls::Error> {
     let mut wire = Vec::new();
     while from.wants_write() {
         from.write_tls(&mut wire).expect("write to a Vec");
@@ -94,18 +101,28 @@ fn pump(from: &mut Connection, to: &mut Connection) -> Result<usize, rustls::Err
         to.read_tls(&mut rd).expect("read from a slice");
         to.process_new_packets()?;
     }
-    Ok(wire.len())
+    Ok(wire)
 }
 
-fn handshake(client: &mut Connection, server: &mut Connection) -> Result<usize, rustls::Error> {
-    let mut rounds = 0;
+/// The bytes of each flight of a handshake, client and server alternating.
+fn handshake(
+    client: &mut Connection,
+    server: &mut Connection,
+) -> Result<Vec<Vec<u8>>, rustls::Error> {
+    let mut flights = Vec::new();
     while client.is_handshaking() || server.is_handshaking() {
-        rounds += 1;
-        assert!(rounds <= 10, "handshake did not finish in 10 flights");
-        pump(client, server)?;
-        pump(server, client)?;
+        assert!(flights.len() < 20, "handshake did not finish in 10 rounds");
+        flights.push(pump(client, server)?);
+        flights.push(pump(server, client)?);
     }
-    Ok(rounds)
+    Ok(flights)
+}
+
+/// The 32-byte random of the ClientHello or ServerHello that opens `flight`: after the
+/// record header (5 bytes), the handshake header (4) and the legacy version (2).
+fn hello_random(flight: &[u8]) -> [u8; 32] {
+    assert_eq!(flight[0], 22, "a handshake record");
+    flight[11..43].try_into().expect("32 bytes")
 }
 
 fn read_all(conn: &mut Connection) -> Vec<u8> {
@@ -126,14 +143,30 @@ fn read_all(conn: &mut Connection) -> Vec<u8> {
 fn handshake_and_data_with_fkrng_as_secure_random() {
     static SOURCE: Counting = Counting::new();
     let (mut client, mut server) = connections(&SOURCE).expect("configs");
-    let rounds = handshake(&mut client, &mut server).expect("handshake");
+    let flights = handshake(&mut client, &mut server).expect("handshake");
     let calls = SOURCE.calls.load(Ordering::Relaxed);
     let bytes = SOURCE.bytes.load(Ordering::Relaxed);
-    eprintln!("handshake: {rounds} rounds, {calls} SecureRandom calls, {bytes} bytes");
+    eprintln!(
+        "handshake: {} flights, {calls} SecureRandom calls, {bytes} bytes",
+        flights.len()
+    );
     // At least the client random, the client's legacy session ID and the server random,
     // 32 bytes each.
     assert!(calls >= 3, "{calls} calls");
     assert!(bytes >= 96, "{bytes} bytes");
+    // The randoms on the wire are bytes that fkrng handed to rustls.
+    let fills = SOURCE.fills_32.lock().expect("not poisoned").clone();
+    let client_random = hello_random(&flights[0]);
+    let server_random = hello_random(&flights[1]);
+    assert!(
+        fills.contains(&client_random),
+        "ClientHello.random not from fkrng"
+    );
+    assert!(
+        fills.contains(&server_random),
+        "ServerHello.random not from fkrng"
+    );
+    assert_ne!(client_random, server_random);
     assert_eq!(
         client.protocol_version(),
         Some(rustls::ProtocolVersion::TLSv1_3)
