@@ -75,6 +75,7 @@ impl Core {
 
     /// Unserved bytes in the buffer (0 to 992).
     #[inline]
+    #[cfg_attr(not(feature = "std"), allow(dead_code))] // used by the thread-local generator
     pub(crate) fn available(&self) -> usize {
         self.avail
     }
@@ -166,6 +167,7 @@ impl Core {
     }
 
     /// Reseeds by mixing: `K = K XOR s`, then wipes and empties the buffer.
+    #[cfg_attr(not(feature = "std"), allow(dead_code))] // used by the thread-local generator
     pub(crate) fn mix_key(&mut self, s: &[u8; KEY_LEN]) {
         for (k, s) in self.key_mut().iter_mut().zip(s) {
             *k ^= s;
@@ -174,6 +176,7 @@ impl Core {
     }
 
     /// Zeroes the 992-byte buffer and marks it empty; the key is kept.
+    #[cfg_attr(not(feature = "std"), allow(dead_code))] // used by the thread-local generator
     pub(crate) fn wipe_buffer(&mut self) {
         self.block.as_flattened_mut()[KEY_LEN..].zeroize();
         self.avail = 0;
@@ -211,6 +214,8 @@ impl fmt::Debug for Core {
 /// It implements [`rand_core::SeedableRng`] with a 32-byte seed and
 /// [`rand_core::TryRng`]/[`rand_core::TryCryptoRng`] with `Infallible` errors, so it is a
 /// [`rand_core::Rng`] and [`rand_core::CryptoRng`].
+/// The features `rand_core_0_6` and `rand_core_0_9` add those generations' `RngCore`,
+/// `CryptoRng` and `SeedableRng` (same seed, same stream), also without `std`.
 ///
 /// ```
 /// use fkrng::FkeRng;

@@ -31,15 +31,36 @@
 //! For a reproducible stream from a seed, use [`FkeRng`], the same construction without the
 //! thread-local lifecycle.
 //!
+//! # Nonces
+//!
+//! A 96-bit AEAD nonce (AES-GCM, ChaCha20-Poly1305) is `fkrng::array::<12>()`, or the
+//! cipher crate's own nonce type drawn from [`rng()`]; a 192-bit XChaCha20-Poly1305 nonce is
+//! `fkrng::array::<24>()`. Random 96-bit nonces allow at most 2^32 messages per key (NIST
+//! SP 800-38D); a forked child never repeats its parent's nonces, and after a VM snapshot or
+//! checkpoint restore call [`reseed_all`]. The [`nonces`] module has the details and the
+//! examples (`examples/aead_nonce.rs`, `examples/seal_file_nonce.rs`).
+//!
 //! # Crate features
 //! - `std` (default): the thread-local generator, OS seeding and [`Error`]. Without it, only
 //!   [`FkeRng`] is built (`no_std`).
 //! - `cli`: builds the `fkrng` command-line tool.
+//! - `rand_core_0_6`, `rand_core_0_9`: the `RngCore`, `CryptoRng` and `SeedableRng` traits of
+//!   those `rand_core` generations for [`FkeRng`] and (with `std`) [`ThreadRng`], for crates
+//!   not yet on `rand_core` 0.10 (`aes-gcm` 0.10, `ed25519-dalek` 2, `rand` 0.8 and 0.9).
+//!   Neither needs `std`.
+//! - `rustls`: [`RustlsRandom`], the thread-local generator as a `rustls` 0.23
+//!   `SecureRandom` for a `CryptoProvider` (implies `std`).
 #![cfg_attr(not(feature = "std"), no_std)]
 #![deny(missing_docs)]
 
+mod compat;
 mod generator;
 mod rng;
+#[cfg(feature = "rustls")]
+mod rustls_random;
+
+#[cfg(feature = "std")]
+pub mod nonces;
 
 #[cfg(feature = "std")]
 mod entropy;
@@ -58,6 +79,8 @@ pub use error::Error;
 pub use fork::{ForkProtection, fork_protection};
 #[cfg(feature = "std")]
 pub use rng::ThreadRng;
+#[cfg(feature = "rustls")]
+pub use rustls_random::RustlsRandom;
 #[cfg(feature = "std")]
 pub use thread::{RESEED_INTERVAL_NS, RESEED_MIN_BYTES};
 
@@ -170,7 +193,8 @@ pub fn reseed_all() {
     fork::bump_epoch();
 }
 
-/// The examples of README.md, run as doctests.
-#[cfg(all(doctest, feature = "std"))]
+/// The examples of README.md, run as doctests (they use the `rand_core_0_6` and `rustls`
+/// features; `rustls` implies `std`).
+#[cfg(all(doctest, feature = "rand_core_0_6", feature = "rustls"))]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;

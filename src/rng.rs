@@ -17,6 +17,10 @@ use rand_core::{TryCryptoRng, TryRng};
 /// the same generator), but neither `Send` nor `Sync`, since it stands for the generator of
 /// the thread that made it.
 ///
+/// With the features `rand_core_0_6` and `rand_core_0_9` it also implements those
+/// generations' `RngCore` and `CryptoRng`, for crates not yet on `rand_core` 0.10; with
+/// `rand_core_0_6`, `try_fill_bytes` returns the OS error instead of panicking.
+///
 /// # Panics
 /// The `rand_core` methods are infallible by signature, so when the OS random source fails
 /// at this thread's first seeding (or at a reseed after `fork` or [`crate::reseed_all`]) they
