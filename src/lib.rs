@@ -50,7 +50,7 @@
 //!   Neither needs `std`.
 //! - `rustls`: [`RustlsRandom`], the thread-local generator as a `rustls` 0.23
 //!   `SecureRandom` for a `CryptoProvider` (implies `std`).
-#![cfg_attr(not(feature = "std"), no_std)]
+#![cfg_attr(not(any(feature = "std", test)), no_std)]
 #![deny(missing_docs)]
 
 mod compat;
