@@ -48,6 +48,9 @@ mod error;
 #[cfg(feature = "std")]
 mod fork;
 #[cfg(feature = "std")]
+#[doc(hidden)]
+pub mod probe;
+#[cfg(feature = "std")]
 mod thread;
 
 pub use generator::{BUFFER_LEN, FkeRng, KEY_LEN, REFILL_LEN};
