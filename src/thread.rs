@@ -743,6 +743,32 @@ mod tests {
         .unwrap();
     }
 
+    /// `crate::reseed` on a live thread: the bytes that would have come next (the rest of
+    /// the buffer, then a refill under the old key) are not what comes next.
+    #[test]
+    fn public_reseed_changes_the_stream() {
+        std::thread::spawn(|| {
+            crate::fill(&mut [0u8; 16]);
+            let p = STATE.get();
+            // SAFETY: this thread's live state; no read runs while we look at it.
+            let (rest_of_buffer, key) = unsafe {
+                let core = &(*p).core;
+                (core.buffer()[16..].to_vec(), *core.key())
+            };
+            let mut after_buffer = [0u8; 32];
+            <crate::FkeRng as rand_core::SeedableRng>::from_seed(key).fill(&mut after_buffer);
+            crate::reseed().unwrap();
+            // SAFETY: as above.
+            assert_eq!(unsafe { (*p).core.available() }, 0, "buffer discarded");
+            let mut out = [0u8; 32];
+            crate::fill(&mut out);
+            assert_ne!(out[..], rest_of_buffer[..32]);
+            assert_ne!(out, after_buffer);
+        })
+        .join()
+        .unwrap();
+    }
+
     #[test]
     fn slot_is_pointer_sized() {
         assert_eq!(
