@@ -20,7 +20,7 @@
 # by fkrng's first seed request (36 bytes). The script finds the probe and seed call numbers
 # in an uninjected trace, so the "first call" cases hit the call they name.
 #
-# Usage: scripts/inject-entropy-failures.sh [--no-build]
+# Usage: [INJECT_BACKEND=linux_raw] scripts/inject-entropy-failures.sh [--no-build]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,39 +32,70 @@ if ! command -v strace >/dev/null; then
     }
 fi
 
-if [[ "${1:-}" != "--no-build" ]]; then
-    echo "== building the CLI and the first_bytes example (release)"
-    cargo build --release --features cli --bin fkrng --example first_bytes || exit 1
-fi
-EX=target/release/examples/first_bytes
-CLI=target/release/fkrng
+# build [TARGET_DIR RUSTFLAGS]: the CLI and the probe example, release profile.
+build() {
+    echo "== building the CLI and the first_bytes example (release${2:+, RUSTFLAGS=$2})"
+    CARGO_TARGET_DIR=${1:-target} RUSTFLAGS=${2:-} \
+        cargo build --release --features cli --bin fkrng --example first_bytes || exit 1
+}
+
+# discover TARGET_DIR: sets EX, CLI, PROBE and SEED from an uninjected trace.
+discover() {
+    EX=$1/release/examples/first_bytes
+    CLI=$1/release/fkrng
+    strace -f -qq -e trace=getrandom -o "$tmp/trace" "$EX" try >/dev/null || exit 1
+    PROBE=$(grep -n 'getrandom(.*, 0, 0)' "$tmp/trace" | head -1 | cut -d: -f1)
+    SEED=$(grep -n 'getrandom(.*, 36, 0)' "$tmp/trace" | head -1 | cut -d: -f1)
+    [[ -n "$PROBE" ]] || PROBE=none
+}
+
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-
-# Call numbers of the getrandom crate's probe and of fkrng's first seed request.
-strace -f -qq -e trace=getrandom -o "$tmp/trace" "$EX" try >/dev/null || exit 1
-PROBE=$(grep -n 'getrandom(.*, 0, 0)' "$tmp/trace" | head -1 | cut -d: -f1)
-SEED=$(grep -n 'getrandom(.*, 36, 0)' "$tmp/trace" | head -1 | cut -d: -f1)
-if [[ -z "$SEED" ]]; then
-    echo "SKIPPED: fkrng's seed request made no getrandom system call here (a libc that"
-    echo "serves getrandom from the vDSO?), so strace cannot inject into it. Trace:"
-    cat "$tmp/trace"
-    exit 0
+# The getrandom crate's default Linux backend calls the C library's getrandom(), which newer
+# C libraries (glibc 2.41+ on Linux 6.11+) serve from the vDSO without a system call, out of
+# strace's reach. Then (or with INJECT_BACKEND=linux_raw) the programs are rebuilt with the
+# crate's raw-system-call backend, which has no /dev/urandom fallback.
+BACKEND=${INJECT_BACKEND:-default}
+if [[ "$BACKEND" == default ]]; then
+    [[ "${1:-}" == "--no-build" ]] || build
+    discover target
+    if [[ -z "$SEED" ]]; then
+        echo "== fkrng's seed request made no getrandom system call (vDSO getrandom?):"
+        cat "$tmp/trace"
+        BACKEND=linux_raw
+    fi
 fi
-[[ -n "$PROBE" ]] || PROBE=none
-echo "== getrandom system calls: probe is call $PROBE, first seed request is call $SEED"
+if [[ "$BACKEND" == linux_raw ]]; then
+    [[ "${1:-}" == "--no-build" ]] ||
+        build target/inject-linux-raw '--cfg getrandom_backend="linux_raw"'
+    discover target/inject-linux-raw
+    if [[ -z "$SEED" ]]; then
+        echo "fkrng's seed request made no getrandom system call even with linux_raw" >&2
+        cat "$tmp/trace" >&2
+        exit 1
+    fi
+fi
+echo "== getrandom backend: $BACKEND; system calls: crate probe is call $PROBE, fkrng's" \
+    "first seed request is call $SEED"
+
+# What the getrandom crate does: its default backend probes getrandom once with a 0-byte
+# call and falls back to /dev/urandom for the whole process when that probe fails with
+# EPERM or ENOSYS; linux_raw has no probe and no fallback. A "first call" injection hits
+# glibc's malloc (which copes) when the seed request is not the process's first call.
+if [[ "$PROBE" != none ]]; then FALLBACK=random; else FALLBACK=error; fi
+if ((SEED > 1)); then FIRST=random; else FIRST=error; fi
 
 # label | strace injection | expected outcome (error means panic for fill)
 cases=(
     "EAGAIN, every call|getrandom:error=EAGAIN|error"
-    "EPERM, every call|getrandom:error=EPERM|random"
-    "ENOSYS, every call|getrandom:error=ENOSYS|random"
-    "EAGAIN, first call (when=1)|getrandom:error=EAGAIN:when=1|random"
-    "EPERM, first call (when=1)|getrandom:error=EPERM:when=1|random"
-    "ENOSYS, first call (when=1)|getrandom:error=ENOSYS:when=1|random"
+    "EPERM, every call|getrandom:error=EPERM|$FALLBACK"
+    "ENOSYS, every call|getrandom:error=ENOSYS|$FALLBACK"
+    "EAGAIN, first call (when=1)|getrandom:error=EAGAIN:when=1|$FIRST"
+    "EPERM, first call (when=1)|getrandom:error=EPERM:when=1|$FIRST"
+    "ENOSYS, first call (when=1)|getrandom:error=ENOSYS:when=1|$FIRST"
     "EINTR, first call (when=1)|getrandom:error=EINTR:when=1|random"
     "retval=32, every call|getrandom:retval=32|error"
-    "retval=32, first call (when=1)|getrandom:retval=32:when=1|random"
+    "retval=32, first call (when=1)|getrandom:retval=32:when=1|$FIRST"
     "retval=32, first seed call|getrandom:retval=32:when=$SEED|error"
     "retval=36, first seed call|getrandom:retval=36:when=$SEED|error"
     "EAGAIN, first seed call|getrandom:error=EAGAIN:when=$SEED|error"
