@@ -36,7 +36,7 @@ fn reseed_all_reseeds_every_live_thread_before_its_next_output() {
             })
         })
         .collect();
-    let mut phase = |before: &dyn Fn()| {
+    let phase = |before: &dyn Fn()| {
         before();
         let start = fkrng::probe::os_reads();
         barrier.wait();
