@@ -173,7 +173,9 @@ for case in "${cases[@]}"; do
             echo $? >"$dir/status"
             outcomes+=("$(classify "$kind" "$dir")")
             cp "$dir/stdout" "$tmp/out$run"
-            [[ $run == 1 ]] && first_stderr=$(head -c 200 "$dir/stderr" | head -2 | tr '\n' ' ')
+            # The failure's one line: the error, or the panic message.
+            [[ $run == 1 ]] &&
+                first_stderr=$(grep -v -e '^$' -e 'panicked at' "$dir/stderr" | head -1)
         done
         verdict=ok
         if [[ "${outcomes[0]}" != "$want" || "${outcomes[1]}" != "$want" ]]; then
@@ -191,7 +193,7 @@ done
 
 echo
 printf '%-34s %-5s %-7s %-7s %-7s %s\n' "injection" "prog" "run 1" "run 2" "verdict" \
-    "first stderr lines (failures)"
+    "message (failures)"
 printf '%s\n' "${rows[@]}"
 echo
 echo "$((${#cases[@]} * 3)) case/program pairs, two runs each: $violations violation(s)"
