@@ -34,6 +34,7 @@ pub(crate) struct Os;
 impl Entropy for Os {
     #[inline]
     fn fill(&mut self, dest: &mut [u8]) -> Result<(), Error> {
+        crate::probe::count_os_read();
         fill(dest)
     }
 }

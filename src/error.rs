@@ -63,11 +63,40 @@ impl fmt::Debug for Error {
 
 impl std::error::Error for Error {}
 
+/// An I/O error whose message names the OS random source (for example "the OS random
+/// source failed: Resource temporarily unavailable (os error 11)") and whose kind is that
+/// of the OS error code (`WouldBlock` for `EAGAIN`, `PermissionDenied` for `EPERM`,
+/// `Unsupported` for `ENOSYS`) or `Other`. The [`Error`] itself, with its raw OS code, is
+/// the I/O error's inner error (`get_ref`, `downcast`).
 impl From<Error> for std::io::Error {
     fn from(e: Error) -> Self {
-        match e.raw_os_error() {
-            Some(code) => std::io::Error::from_raw_os_error(code),
-            None => std::io::Error::other(e),
-        }
+        let kind = e.raw_os_error().map_or(std::io::ErrorKind::Other, |code| {
+            std::io::Error::from_raw_os_error(code).kind()
+        });
+        std::io::Error::new(kind, e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn io_error_names_the_source_and_keeps_the_error() {
+        let e = Error::from(getrandom::Error::UNEXPECTED);
+        let io = std::io::Error::from(e);
+        assert_eq!(io.kind(), std::io::ErrorKind::Other);
+        assert!(
+            io.to_string().starts_with("the OS random source failed: "),
+            "{io}"
+        );
+        let inner = io.get_ref().and_then(|i| i.downcast_ref::<Error>());
+        assert_eq!(inner, Some(&e));
+        let zero = std::io::Error::from(Error::ALL_ZERO);
+        assert_eq!(zero.kind(), std::io::ErrorKind::Other);
+        assert_eq!(
+            zero.to_string(),
+            "the OS random source returned only zero bytes"
+        );
     }
 }

@@ -57,6 +57,19 @@ pub(crate) fn register_atfork() {
     }
 }
 
+/// Test hook: a thread that sets [`test_hook::WITHOUT_WIPE_ON_FORK`] before its first read
+/// gets its state in pages *without* `MADV_WIPEONFORK` (still do-not-dump), as on a system
+/// without wipe-on-fork, so that tests can show the atfork epoch alone reseeds a forked
+/// child. Compiled only into the crate's own unit tests; the process-wide detection behind
+/// [`fork_protection`] is left untouched.
+#[cfg(test)]
+pub(crate) mod test_hook {
+    std::thread_local! {
+        pub(crate) static WITHOUT_WIPE_ON_FORK: core::cell::Cell<bool> =
+            const { core::cell::Cell::new(false) };
+    }
+}
+
 const UNKNOWN: u8 = 0;
 const HONOURED: u8 = 1;
 const NOT_HONOURED: u8 = 2;
@@ -119,6 +132,13 @@ impl<T> Pages<T> {
             };
             if addr == libc::MAP_FAILED {
                 return None;
+            }
+            #[cfg(test)]
+            if test_hook::WITHOUT_WIPE_ON_FORK.get() {
+                // SAFETY: as below.
+                unsafe { libc::madvise(addr, len, libc::MADV_DONTDUMP) };
+                let ptr = core::ptr::NonNull::new(addr.cast::<T>())?;
+                return Some(Pages { ptr, len });
             }
             // SAFETY: `addr..addr + len` is the mapping made just above and owned here.
             let wiped = unsafe { libc::madvise(addr, len, libc::MADV_WIPEONFORK) } == 0;

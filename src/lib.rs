@@ -69,6 +69,9 @@ mod error;
 #[cfg(feature = "std")]
 mod fork;
 #[cfg(feature = "std")]
+#[doc(hidden)]
+pub mod probe;
+#[cfg(feature = "std")]
 mod thread;
 
 pub use generator::{BUFFER_LEN, FkeRng, KEY_LEN, REFILL_LEN};
@@ -95,6 +98,13 @@ pub use thread::{RESEED_INTERVAL_NS, RESEED_MIN_BYTES};
 /// after a `fork` or [`reseed_all`]: the message is one line naming the OS error. Use
 /// [`try_fill`] to get the error instead. A failed *periodic* reseed does not panic (the
 /// generator keeps its key and retries at the next refill).
+///
+/// # Signal handlers and thread exit
+/// A read that interrupts another read on the same thread (from a signal handler), or that
+/// runs in a thread-local destructor after this thread's generator was released, gets bytes
+/// from a one-off generator keyed with 32 fresh OS bytes: no lock, no repeated output. A
+/// thread's first read maps and registers its state, which is not async-signal-safe; do not
+/// make it from a signal handler.
 #[cfg(feature = "std")]
 #[inline]
 pub fn fill(dest: &mut [u8]) {

@@ -14,6 +14,7 @@ use crate::fork::{self, Pages};
 use crate::generator::Core;
 #[cfg(test)]
 use crate::generator::KEY_LEN;
+use crate::probe::{self, OneOff};
 use core::cell::Cell;
 use core::ptr;
 use core::sync::atomic::{Ordering, compiler_fence};
@@ -120,8 +121,9 @@ impl ThreadState {
             if life.due(now) {
                 // A failed periodic reseed keeps the (still secret) key; the next refill
                 // tries again.
-                if let Ok((s, draw)) = os.seed() {
+                if let Ok((mut s, draw)) = os.seed() {
                     core.mix_key(&s);
+                    s.zeroize();
                     life.restart(draw, now);
                 }
             }
@@ -197,7 +199,7 @@ pub(crate) fn try_fill(dest: &mut [u8]) -> Result<(), Error> {
     // on either side of the state's use) and leaves the state alone.
     unsafe {
         if ptr::read_volatile(&raw const (*p).busy) {
-            return fresh_from_os(dest);
+            return fresh_from_os(dest, OneOff::Interrupted);
         }
         ptr::write_volatile(&raw mut (*p).busy, true);
         compiler_fence(Ordering::SeqCst);
@@ -243,7 +245,7 @@ fn fill_without_state(p: *mut ThreadState, dest: &mut [u8]) -> Result<(), Error>
     if p.is_null() && set_up().is_some() {
         return try_fill(dest);
     }
-    fresh_from_os(dest)
+    fresh_from_os(dest, OneOff::Unavailable)
 }
 
 /// Maps this thread's state and registers its owner. `None` if the memory is refused or the
@@ -270,13 +272,16 @@ fn set_up() -> Option<*mut ThreadState> {
 /// with 32 fresh OS bytes, wiped when done.
 #[cold]
 #[inline(never)]
-pub(crate) fn fresh_from_os(dest: &mut [u8]) -> Result<(), Error> {
+pub(crate) fn fresh_from_os(dest: &mut [u8], why: OneOff) -> Result<(), Error> {
     if dest.is_empty() {
         return Ok(());
     }
-    let (key, _) = Os.seed()?;
+    probe::count_one_off(why);
+    let (mut key, _) = Os.seed()?;
     let mut one_off = <crate::FkeRng as rand_core::SeedableRng>::from_seed(key);
+    key.zeroize();
     one_off.fill(dest);
+    // `one_off` wipes its key and buffer when dropped here.
     Ok(())
 }
 
@@ -505,6 +510,263 @@ mod tests {
             crate::fork_protection(),
             Some(crate::ForkProtection::WipeOnFork)
         );
+    }
+
+    /// Hands out a fixed seed and budget draw.
+    struct Fixed {
+        seed: [u8; KEY_LEN],
+        draw: u32,
+        calls: u32,
+    }
+
+    impl Entropy for Fixed {
+        fn fill(&mut self, dest: &mut [u8]) -> Result<(), Error> {
+            self.calls += 1;
+            dest[..KEY_LEN].copy_from_slice(&self.seed);
+            dest[KEY_LEN..].copy_from_slice(&self.draw.to_le_bytes());
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn budget_spans_one_to_two_mib_and_reseed_comes_at_the_first_refill_past_it() {
+        for (draw, budget) in [
+            (0, RESEED_MIN_BYTES),
+            (u32::MAX, 2 * RESEED_MIN_BYTES - 1),
+            (0x0012_3456, RESEED_MIN_BYTES + 0x2_3456),
+        ] {
+            let mut os = Fixed {
+                seed: [3; KEY_LEN],
+                draw,
+                calls: 0,
+            };
+            let clock = FakeClock(Cell::new(0));
+            let mut st = ThreadState::zeroed();
+            let mut out = [0u8; 16];
+            st.fill_slow(&mut out, &mut os, &clock).unwrap();
+            assert_eq!(st.life.budget, budget);
+            // Refills of 1024 bytes: the reseed runs before the refill that starts with
+            // `produced >= budget`, i.e. before refill number ceil(budget / 1024) + 1.
+            let refills_before = budget.div_ceil(1024);
+            let mut refills = 1;
+            while refills < refills_before {
+                st.fill_slow(&mut [0u8; 992], &mut os, &clock).unwrap();
+                refills += 1;
+            }
+            assert_eq!(st.life.produced, refills_before * 1024);
+            assert_eq!(os.calls, 1, "draw {draw:#x}: no reseed inside the budget");
+            let mut rest = vec![0u8; st.core.available()];
+            st.fill_slow(&mut rest, &mut os, &clock).unwrap();
+            assert_eq!(os.calls, 1, "draw {draw:#x}: the buffer is served first");
+            st.fill_slow(&mut [0u8; 1], &mut os, &clock).unwrap();
+            assert_eq!(os.calls, 2, "draw {draw:#x}: reseed at the next refill");
+            assert_eq!(st.life.produced, 1024);
+        }
+    }
+
+    #[test]
+    fn time_is_checked_only_when_keystream_is_made() {
+        let mut st = ThreadState::zeroed();
+        let mut os = FakeOs {
+            calls: 0,
+            fail: false,
+        };
+        let clock = FakeClock(Cell::new(0));
+        read(&mut st, 16, &mut os, &clock);
+        clock.0.set(10 * RESEED_INTERVAL_NS);
+        // Served from the buffer: no reseed however late it is.
+        read(&mut st, 900, &mut os, &clock);
+        assert_eq!(os.calls, 1);
+        // A direct fill makes keystream, so it reseeds first.
+        read(&mut st, 76 + 4096, &mut os, &clock);
+        assert_eq!(os.calls, 2);
+        assert_eq!(st.life.seeded_at_ns, 10 * RESEED_INTERVAL_NS);
+        // A clock that goes backwards (a test clock, a bad VM clock) does not trigger it.
+        clock.0.set(0);
+        read(&mut st, 4096, &mut os, &clock);
+        assert_eq!(os.calls, 2);
+    }
+
+    #[test]
+    fn reseed_mixes_the_key_and_discards_the_buffer() {
+        let seed = [0x5a; KEY_LEN];
+        let clock = FakeClock(Cell::new(0));
+        let mut a = ThreadState::zeroed();
+        let mut b = ThreadState::zeroed();
+        for st in [&mut a, &mut b] {
+            let mut os = Fixed {
+                seed,
+                draw: 0,
+                calls: 0,
+            };
+            st.fill_slow(&mut [0u8; 8], &mut os, &clock).unwrap();
+        }
+        let key_before = *a.core.key();
+        let s = [0xc3; KEY_LEN];
+        let mut os = Fixed {
+            seed: s,
+            draw: 7,
+            calls: 0,
+        };
+        a.reseed(&mut os, &clock).unwrap();
+        let mixed: Vec<u8> = key_before.iter().zip(&s).map(|(k, s)| k ^ s).collect();
+        assert_eq!(a.core.key()[..], mixed[..], "K = K XOR S");
+        assert_eq!(a.core.available(), 0);
+        assert!(a.core.buffer().iter().all(|&x| x == 0), "buffer wiped");
+        assert_eq!(a.life.budget, RESEED_MIN_BYTES + 7);
+        // The twin that did not reseed serves its old buffer; the reseeded one does not.
+        let mut quiet = FakeOs {
+            calls: 0,
+            fail: true,
+        };
+        let (mut x, mut y) = ([0u8; 64], [0u8; 64]);
+        a.fill_slow(&mut x, &mut quiet, &clock).unwrap();
+        b.fill_slow(&mut y, &mut quiet, &clock).unwrap();
+        assert_ne!(x, y);
+    }
+
+    #[test]
+    fn failed_reseed_keeps_key_and_buffer() {
+        let mut st = ThreadState::zeroed();
+        let mut os = FakeOs {
+            calls: 0,
+            fail: false,
+        };
+        let clock = FakeClock(Cell::new(0));
+        read(&mut st, 16, &mut os, &clock);
+        let key = *st.core.key();
+        let avail = st.core.available();
+        os.fail = true;
+        assert!(st.reseed(&mut os, &clock).is_err());
+        assert_eq!(*st.core.key(), key);
+        assert_eq!(st.core.available(), avail);
+        assert!(st.life.seeded);
+    }
+
+    /// Runs `child` in a child process made by `fork()` (atfork handlers run) or by a raw
+    /// `clone` system call (none run) and returns the 32 bytes it sends back through a pipe.
+    /// The child only reads the generator, writes and `_exit`s.
+    #[cfg(target_os = "linux")]
+    fn in_child(raw_clone: bool, child: fn() -> Option<[u8; 32]>) -> [u8; 32] {
+        let mut fds = [0; 2];
+        // SAFETY: `fds` has room for the two descriptors.
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        // SAFETY: the child runs only `child` (a generator read: at most a `getrandom`
+        // system call and atomics), `write` and `_exit`, which are safe in a child of a
+        // multi-threaded process.
+        let pid = unsafe {
+            if raw_clone {
+                libc::syscall(libc::SYS_clone, libc::SIGCHLD, 0, 0, 0, 0) as libc::pid_t
+            } else {
+                libc::fork()
+            }
+        };
+        assert!(pid >= 0, "fork failed");
+        if pid == 0 {
+            let (out, code) = match child() {
+                Some(out) => (out, 0),
+                None => ([0; 32], 1),
+            };
+            // SAFETY: writes 32 bytes from `out`, then ends the child without unwinding.
+            unsafe {
+                libc::write(fds[1], out.as_ptr().cast(), 32);
+                libc::_exit(code);
+            }
+        }
+        let mut got = [0u8; 32];
+        let mut status = 0;
+        // SAFETY: reads into `got` (at most 32 bytes), closes our descriptors, reaps `pid`.
+        unsafe {
+            libc::close(fds[1]);
+            let mut n = 0;
+            while n < 32 {
+                let r = libc::read(fds[0], got[n..].as_mut_ptr().cast(), 32 - n);
+                assert!(r > 0, "child sent {n} bytes");
+                n += r as usize;
+            }
+            libc::close(fds[0]);
+            assert_eq!(libc::waitpid(pid, &mut status, 0), pid);
+        }
+        assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
+        got
+    }
+
+    #[cfg(target_os = "linux")]
+    fn next_32() -> Option<[u8; 32]> {
+        let mut out = [0u8; 32];
+        crate::try_fill(&mut out).ok()?;
+        Some(out)
+    }
+
+    /// With wipe-on-fork switched off for this thread's state, only the atfork epoch keeps a
+    /// `fork()` child from replaying the parent; a raw `clone` (no atfork handler) shows
+    /// that the switch took effect.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn atfork_epoch_alone_reseeds_a_forked_child() {
+        std::thread::spawn(|| {
+            fork::test_hook::WITHOUT_WIPE_ON_FORK.set(true);
+            crate::fill(&mut [0u8; 16]);
+            let (start, _) = state_range().expect("state mapped");
+            let flags = fork::smaps_flags(start).expect("mapping listed in smaps");
+            let flags: Vec<&str> = flags.split_whitespace().collect();
+            assert!(
+                !flags.contains(&"wf"),
+                "hook left wipe-on-fork on: {flags:?}"
+            );
+            assert!(flags.contains(&"dd"), "{flags:?}");
+
+            // Control: no wipe-on-fork and no atfork handler, so the child replays the
+            // parent's next 32 bytes (the documented limit of the epoch alone).
+            let replayed = in_child(true, next_32);
+            assert_eq!(Some(replayed), next_32());
+
+            // fork(): the atfork handler starts a new epoch; the child reseeds first.
+            let epoch_before = fork::epoch();
+            let child = in_child(false, next_32);
+            assert_eq!(
+                fork::epoch(),
+                epoch_before,
+                "the parent's epoch is unchanged"
+            );
+            let mut parent = vec![0u8; 4096];
+            for chunk in parent.chunks_mut(32) {
+                crate::fill(chunk);
+            }
+            assert!(
+                !parent.windows(32).any(|w| w == child),
+                "the child replayed the parent's stream"
+            );
+            assert_ne!(child, [0u8; 32]);
+        })
+        .join()
+        .unwrap();
+    }
+
+    /// `crate::reseed` on a live thread: the bytes that would have come next (the rest of
+    /// the buffer, then a refill under the old key) are not what comes next.
+    #[test]
+    fn public_reseed_changes_the_stream() {
+        std::thread::spawn(|| {
+            crate::fill(&mut [0u8; 16]);
+            let p = STATE.get();
+            // SAFETY: this thread's live state; no read runs while we look at it.
+            let (rest_of_buffer, key) = unsafe {
+                let core = &(*p).core;
+                (core.buffer()[16..].to_vec(), *core.key())
+            };
+            let mut after_buffer = [0u8; 32];
+            <crate::FkeRng as rand_core::SeedableRng>::from_seed(key).fill(&mut after_buffer);
+            crate::reseed().unwrap();
+            // SAFETY: as above.
+            assert_eq!(unsafe { (*p).core.available() }, 0, "buffer discarded");
+            let mut out = [0u8; 32];
+            crate::fill(&mut out);
+            assert_ne!(out[..], rest_of_buffer[..32]);
+            assert_ne!(out, after_buffer);
+        })
+        .join()
+        .unwrap();
     }
 
     #[test]

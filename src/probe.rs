@@ -1,0 +1,57 @@
+//! Process-wide event counters of the thread-local generator, for tests and diagnostics.
+//!
+//! Each counter is one relaxed atomic add on a cold path that already makes a system call
+//! (an OS read, a one-off generator); the small-read fast path touches none of them. They
+//! let a test observe mechanisms that leave no trace in the output: that every thread
+//! reseeded after [`crate::reseed_all`], that a signal handler really interrupted a read,
+//! that a destructor really ran after the thread's state was released.
+//!
+//! Not a stable API: hidden from the documentation, and the set of counters may change in
+//! any release.
+
+use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+static OS_READS: AtomicU64 = AtomicU64::new(0);
+static ONE_OFF_INTERRUPTED: AtomicU64 = AtomicU64::new(0);
+static ONE_OFF_UNAVAILABLE: AtomicU64 = AtomicU64::new(0);
+
+/// Why a read was served by a one-off OS-keyed generator instead of the thread's state.
+#[derive(Clone, Copy)]
+pub(crate) enum OneOff {
+    /// The read interrupted another read on the same thread (a signal handler).
+    Interrupted,
+    /// The thread has no state to offer: released at thread exit, being set up, or no
+    /// memory for it.
+    Unavailable,
+}
+
+pub(crate) fn count_os_read() {
+    OS_READS.fetch_add(1, Relaxed);
+}
+
+pub(crate) fn count_one_off(why: OneOff) {
+    match why {
+        OneOff::Interrupted => ONE_OFF_INTERRUPTED.fetch_add(1, Relaxed),
+        OneOff::Unavailable => ONE_OFF_UNAVAILABLE.fetch_add(1, Relaxed),
+    };
+}
+
+/// Requests made to the OS random source by this process's thread-local generators so far:
+/// first seedings, periodic and epoch reseeds, [`crate::reseed`], and the seeds of one-off
+/// generators (one request of 36 bytes each, successful or not).
+pub fn os_reads() -> u64 {
+    OS_READS.load(Relaxed)
+}
+
+/// Reads served by a one-off OS-keyed generator because they interrupted a read on the
+/// same thread (a signal handler).
+pub fn one_off_reads_interrupted() -> u64 {
+    ONE_OFF_INTERRUPTED.load(Relaxed)
+}
+
+/// Reads served by a one-off OS-keyed generator because the calling thread had no state:
+/// already released at thread exit (a later thread-local destructor), being set up, or
+/// refused memory.
+pub fn one_off_reads_unavailable() -> u64 {
+    ONE_OFF_UNAVAILABLE.load(Relaxed)
+}
