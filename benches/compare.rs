@@ -16,7 +16,9 @@
 //! project's `.cargo/config.toml`), `default.` without it. `scripts/bench.sh` runs both
 //! builds and `scripts/bench-report.py` turns the results into `docs/BENCHMARKS.md`.
 
-use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
+use criterion::{
+    BenchmarkId, Criterion, SamplingMode, Throughput, criterion_group, criterion_main,
+};
 use rand_core::{Rng, SeedableRng};
 use std::fs::File;
 use std::hint::black_box;
