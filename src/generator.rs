@@ -13,9 +13,7 @@
 //! the kernel wiped on `fork` read as an empty, unseeded state without any extra check on the
 //! small-read fast path.
 
-use chacha20::ChaCha20LegacyCore;
-use chacha20::cipher::array::Array;
-use chacha20::cipher::{KeyIvInit, StreamCipherCore};
+use crate::keystream;
 use core::fmt;
 use zeroize::Zeroize;
 
@@ -29,9 +27,6 @@ pub const REFILL_BLOCKS: usize = 16;
 pub const REFILL_LEN: usize = REFILL_BLOCKS * BLOCK_LEN;
 /// Bytes served from one refill: 992 (1024 minus the 32-byte next key).
 pub const BUFFER_LEN: usize = REFILL_LEN - KEY_LEN;
-
-/// The ChaCha20 nonce of every batch: all zero, since each key is used for one batch only.
-const NONCE: [u8; 8] = [0; 8];
 
 /// The generator's state: the key and the buffer in one output block, and the count of
 /// unserved bytes at its tail.
@@ -134,10 +129,8 @@ impl Core {
     /// `Z = keystream(K, 1024)`; `K = Z[..32]`; buffer = `Z[32..]`, all 992 bytes unserved.
     #[inline(never)]
     pub(crate) fn refill(&mut self) {
-        let mut cipher = ChaCha20LegacyCore::new(self.key().into(), &NONCE.into());
         // The keystream overwrites the old key in place: no copy of Z[..32] is made.
-        cipher.write_keystream_blocks(Array::cast_slice_from_core_mut(&mut self.block));
-        // `cipher` (a copy of the old key's words) is zeroized by its `Drop`.
+        keystream::refill_in_place(&mut self.block);
         self.avail = BUFFER_LEN;
     }
 
@@ -146,27 +139,28 @@ impl Core {
     #[inline(never)]
     fn direct_fill(&mut self, dest: &mut [u8]) {
         debug_assert_eq!(self.avail, 0);
-        let mut cipher = ChaCha20LegacyCore::new(self.key().into(), &NONCE.into());
+        // The cipher's key: the old `K`, copied because block 0 of its keystream replaces it.
+        let mut key = *self.key();
         let mut scratch = [[0u8; BLOCK_LEN]; 1];
-        let scratch_blocks = Array::cast_slice_from_core_mut(&mut scratch);
 
         // Block 0: the next key, then the first 32 output bytes.
-        cipher.write_keystream_blocks(scratch_blocks);
-        let (next_key, first) = scratch_blocks[0].split_at(KEY_LEN);
+        keystream::write_blocks(&key, 0, &mut scratch);
+        let (next_key, first) = scratch[0].split_at(KEY_LEN);
         self.key_mut().copy_from_slice(next_key);
         let (head, rest) = dest.split_at_mut(KEY_LEN);
         head.copy_from_slice(first);
 
-        // Whole blocks straight into the caller's memory.
+        // Whole blocks straight into the caller's memory, from block 1 on.
         let (blocks, tail) = rest.as_chunks_mut::<BLOCK_LEN>();
-        cipher.write_keystream_blocks(Array::cast_slice_from_core_mut(blocks));
+        keystream::write_blocks(&key, 1, blocks);
 
         // A partial last block goes through the scratch block, which is then wiped.
         if !tail.is_empty() {
-            cipher.write_keystream_blocks(scratch_blocks);
-            tail.copy_from_slice(&scratch_blocks[0][..tail.len()]);
+            keystream::write_blocks(&key, 1 + blocks.len() as u64, &mut scratch);
+            tail.copy_from_slice(&scratch[0][..tail.len()]);
         }
         scratch.zeroize();
+        key.zeroize();
     }
 
     /// Reseeds by mixing: `K = K XOR s`, then wipes and empties the buffer.

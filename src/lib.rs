@@ -39,6 +39,7 @@
 #![deny(missing_docs)]
 
 mod generator;
+mod keystream;
 mod rng;
 
 #[cfg(feature = "std")]
