@@ -267,6 +267,26 @@ mod tests {
         out
     }
 
+    /// The kernel itself (whatever `write_blocks` would pick on this CPU and build).
+    #[cfg(all(target_arch = "x86_64", feature = "std"))]
+    #[test]
+    fn avx2_kernel_matches_the_chacha20_crate() {
+        if !std::arch::is_x86_feature_detected!("avx2") {
+            eprintln!("no AVX2 on this CPU: kernel not tested");
+            return;
+        }
+        for round in 0..32u8 {
+            let key: [u8; KEY_LEN] = core::array::from_fn(|i| round.wrapping_mul(29) ^ i as u8);
+            let words = avx2::key_words(&key);
+            let counter = [0u64, 8, 1 << 20, (1 << 32) - 16][usize::from(round % 4)];
+            let mut got = vec![[0u8; BLOCK_LEN]; 16];
+            // SAFETY: AVX2 was detected above; 16 blocks are two whole passes and
+            // `counter + 16 <= 2^32`.
+            unsafe { avx2::write_blocks(&words, counter, &mut got) };
+            assert_eq!(got, reference(&key, counter, 16), "round {round}");
+        }
+    }
+
     #[test]
     fn matches_the_chacha20_crate_for_many_keys_and_counters() {
         let mut key = [0u8; KEY_LEN];
