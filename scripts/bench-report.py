@@ -389,6 +389,26 @@ def main():
            "# the project's build (--cfg chacha20_avx512 from .cargo/config.toml): fills only",
            "CRITERION_HOME=target/criterion cargo bench --bench compare -- '^avx512\\.fill/'",
            "scripts/bench-report.py", "```", ""]
+    md += ["### The two builds", "",
+           "*Default build* means no extra flags: on x86-64 fkrng's refills and direct fills "
+           "run its eight-block AVX2 ChaCha20 kernel (`src/keystream.rs`) when the CPU has "
+           "AVX2, and the `chacha20` crate's cipher otherwise. *Built with `--cfg "
+           "chacha20_avx512`* additionally compiles the `chacha20` crate's AVX-512 backend, "
+           "which fkrng then uses on CPUs with AVX-512F and AVX-512VL. The choice is made at "
+           "run time from CPUID, so such a binary still runs on CPUs without AVX-512: the cfg "
+           "adds no target features (`rustc --print cfg --cfg chacha20_avx512` differs from "
+           "`rustc --print cfg` only by the `chacha20_avx512` line). The peers are the same "
+           "code in both builds: `rand::rng()` and `ChaCha20Rng` use the `chacha20` crate's "
+           "RNG interface, which has no AVX-512 backend.", "",
+           "An application enables the AVX-512 backend for its own build with "
+           "`[build] rustflags = [\"--cfg\", \"chacha20_avx512\"]` (or "
+           "`[target.x86_64-unknown-linux-gnu] rustflags = [...]`) in its "
+           "`.cargo/config.toml`, or `RUSTFLAGS=\"--cfg chacha20_avx512\"` for one build. "
+           "This project sets it in its own `.cargo/config.toml`, so `cargo bench`, the tests "
+           "and the `fkrng` tool are built with it. `RUSTFLAGS` or `CARGO_ENCODED_RUSTFLAGS` "
+           "in the environment replace that setting, even when empty, which is how "
+           "`scripts/bench.sh` gets the default build (in its own target directory, so the two "
+           "builds do not rebuild each other).", ""]
     md += ["Peers: `rand::rng()` is rand 0.10's thread-local ChaCha12 generator, its handle "
            "taken once outside the timed loop; `ChaCha20Rng` is the chacha20 crate's raw RNG "
            "(same cipher as fkrng, no key erasure, no zeroing, no reseeding, no fork "
