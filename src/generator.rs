@@ -139,27 +139,22 @@ impl Core {
     #[inline(never)]
     fn direct_fill(&mut self, dest: &mut [u8]) {
         debug_assert_eq!(self.avail, 0);
+        debug_assert!(dest.len() >= BUFFER_LEN);
         // The cipher's key: the old `K`, copied because block 0 of its keystream replaces it.
         let mut key = *self.key();
-        let mut scratch = [[0u8; BLOCK_LEN]; 1];
 
-        // Block 0: the next key, then the first 32 output bytes.
+        // Blocks 0..8 through a scratch pass: the next key, then the first 480 output bytes.
+        let mut scratch = [[0u8; BLOCK_LEN]; keystream::PASS];
         keystream::write_blocks(&key, 0, &mut scratch);
-        let (next_key, first) = scratch[0].split_at(KEY_LEN);
-        self.key_mut().copy_from_slice(next_key);
-        let (head, rest) = dest.split_at_mut(KEY_LEN);
-        head.copy_from_slice(first);
+        let first = scratch.as_flattened();
+        self.key_mut().copy_from_slice(&first[..KEY_LEN]);
+        let (head, rest) = dest.split_at_mut(first.len() - KEY_LEN);
+        head.copy_from_slice(&first[KEY_LEN..]);
+        scratch.as_flattened_mut().zeroize();
 
-        // Whole blocks straight into the caller's memory, from block 1 on.
-        let (blocks, tail) = rest.as_chunks_mut::<BLOCK_LEN>();
-        keystream::write_blocks(&key, 1, blocks);
-
-        // A partial last block goes through the scratch block, which is then wiped.
-        if !tail.is_empty() {
-            keystream::write_blocks(&key, 1 + blocks.len() as u64, &mut scratch);
-            tail.copy_from_slice(&scratch[0][..tail.len()]);
-        }
-        scratch.zeroize();
+        // Block 8 on: whole passes straight into the caller's memory, the last partial pass
+        // through a scratch pass that `write_bytes` wipes.
+        keystream::write_bytes(&key, keystream::PASS as u64, rest);
         key.zeroize();
     }
 

@@ -50,6 +50,31 @@ pub(crate) fn write_blocks(key: &[u8; KEY_LEN], counter: u64, out: &mut [Block])
     }
 }
 
+/// Writes the keystream from the start of block `counter` on into `out`, any number of bytes:
+/// whole kernel passes straight into `out`, the rest (under eight blocks) through a scratch
+/// pass that is wiped afterwards.
+#[inline]
+pub(crate) fn write_bytes(key: &[u8; KEY_LEN], counter: u64, out: &mut [u8]) {
+    let (blocks, _) = out.as_chunks_mut::<BLOCK_LEN>();
+    let whole = blocks.len() - blocks.len() % PASS;
+    write_blocks(key, counter, &mut blocks[..whole]);
+    let rest = &mut out[whole * BLOCK_LEN..];
+    if rest.is_empty() {
+        return;
+    }
+    let mut scratch = [[0u8; BLOCK_LEN]; PASS];
+    // More than two blocks: one whole pass of the kernel costs less than the crate's
+    // one-block-at-a-time tail (and is the crate's own 8-block path where it runs instead).
+    let needed = rest.len().div_ceil(BLOCK_LEN);
+    let computed = if needed > 2 { PASS } else { needed };
+    write_blocks(key, counter + whole as u64, &mut scratch[..computed]);
+    rest.copy_from_slice(&scratch.as_flattened()[..rest.len()]);
+    zeroize::Zeroize::zeroize(scratch.as_flattened_mut());
+}
+
+/// Blocks per pass of the kernel (8); `write_bytes` works in these units everywhere.
+pub(crate) const PASS: usize = 8;
+
 /// Overwrites `blocks` with the 16 keystream blocks 0..16 of the key held in the first 32
 /// bytes of `blocks` (the key is read before anything is written).
 #[inline]
@@ -84,7 +109,7 @@ mod avx2 {
     use core::arch::x86_64::*;
 
     /// Blocks per kernel pass.
-    pub(super) const LANES: usize = 8;
+    pub(super) const LANES: usize = super::PASS;
 
     /// "expand 32-byte k" as four little-endian words.
     const SIGMA: [u32; 4] = [0x6170_7865, 0x3320_646e, 0x7962_2d32, 0x6b20_6574];
@@ -304,6 +329,20 @@ mod tests {
                     "round {round} {blocks}"
                 );
             }
+        }
+    }
+
+    #[test]
+    fn write_bytes_matches_the_crate_for_every_tail_length() {
+        let key = [0x5c; KEY_LEN];
+        let reference_bytes = reference(&key, 3, 40).as_flattened().to_vec();
+        for len in (0..=1200)
+            .step_by(7)
+            .chain([512, 513, 575, 576, 1024, 2559, 2560])
+        {
+            let mut got = vec![0u8; len];
+            write_bytes(&key, 3, &mut got);
+            assert_eq!(got[..], reference_bytes[..len], "length {len}");
         }
     }
 
