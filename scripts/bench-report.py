@@ -375,11 +375,12 @@ def main():
           "Every table compares peers measured in the same run of the same build.", ""]
     md += ["## Machine and run", ""]
     facts = machine()
-    for key in ("date", "load_before", "load_after_default", "load_after_avx512", "commit"):
+    for key in ("date", "load_before", "load_after_default", "load_after_avx512", "nice", "commit"):
         if key in info:
             facts[{"date": "Date (UTC)", "load_before": "Load average before",
                     "load_after_default": "Load average after the default build's run",
                     "load_after_avx512": "Load average after the avx512 run",
+                    "nice": "Scheduling priority (nice) of the run",
                     "commit": "Commit"}[key]] = info[key]
     md.append(table(["", ""], [[k, v] for k, v in facts.items()]))
     md += ["", "Commands (what `scripts/bench.sh` runs):", "", "```sh",
