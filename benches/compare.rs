@@ -39,6 +39,10 @@ const FILL_SIZES: [usize; 11] = [1, 4, 8, 16, 32, 64, 256, 1024, 4096, 65536, 1 
 /// Bytes per read in the `threads` and `first_read` groups.
 const SMALL: usize = 16;
 
+/// Reads per thread in one iteration of the `threads` group: enough that waking the threads
+/// at the barrier (tens of microseconds on a busy machine) is small against the reads.
+const READS_PER_ITER: u64 = 10_000;
+
 fn group_name(question: &str) -> String {
     format!("{BUILD}.{question}")
 }
@@ -221,7 +225,7 @@ fn array(c: &mut Criterion) {
     g.finish();
 }
 
-/// Wall time for `threads` threads to do `iters` 16-byte reads each with a reader from
+/// Wall time for `threads` threads to do `iters` × 10,000 16-byte reads each with a reader from
 /// `make_reader`, from the moment all of them have done a first read (seeding) and wait at a
 /// barrier.
 fn parallel_reads<R: FnMut(&mut [u8])>(
@@ -238,7 +242,7 @@ fn parallel_reads<R: FnMut(&mut [u8])>(
                 let mut buf = [0u8; SMALL];
                 read(&mut buf);
                 start_line.wait();
-                for _ in 0..iters {
+                for _ in 0..iters * READS_PER_ITER {
                     read(black_box(&mut buf));
                 }
                 done_line.wait();
@@ -256,8 +260,8 @@ fn threads(c: &mut Criterion) {
     g.sampling_mode(SamplingMode::Flat);
     g.sample_size(20);
     for k in [1usize, 2, 4] {
-        // One iteration: one 16-byte read on each of the `k` threads.
-        g.throughput(Throughput::Bytes((SMALL * k) as u64));
+        // One iteration: 10,000 16-byte reads on each of the `k` threads.
+        g.throughput(Throughput::Bytes(SMALL as u64 * READS_PER_ITER * k as u64));
         g.bench_with_input(BenchmarkId::new("fkrng", k), &k, |b, &k| {
             b.iter_custom(|iters| parallel_reads(k, iters, || fkrng::fill))
         });

@@ -14,7 +14,9 @@
 # Usage: scripts/bench.sh [--quick]   (--quick: a smoke run of seconds; writes nothing to docs/)
 # Extra criterion options can go in BENCH_ARGS, e.g. BENCH_ARGS="--measurement-time 3".
 # On a shared machine, BENCH_NICE=-19 (as root) runs the whole thing at that priority so that
-# other work disturbs the timings less; the report records the value.
+# other work disturbs the timings less; the report records the value. With autogroup
+# scheduling (Linux's default for sessions) a process's nice value only counts inside its
+# session, so the session's autogroup priority is set too, and restored at exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,6 +33,11 @@ fi
 args+=(${BENCH_ARGS:-})
 if [[ -n "${BENCH_NICE:-}" ]]; then
     renice -n "$BENCH_NICE" -p $$ >/dev/null
+    if [[ -w /proc/$$/autogroup ]]; then
+        old_group_nice=$(sed -n 's/.* nice \(-\{0,1\}[0-9]*\).*/\1/p' /proc/$$/autogroup)
+        trap 'echo "${old_group_nice:-0}" >/proc/$$/autogroup 2>/dev/null || true' EXIT
+        echo "$BENCH_NICE" >/proc/$$/autogroup 2>/dev/null || true
+    fi
 fi
 export CRITERION_HOME="$crit_home"
 mkdir -p "$crit_home"
