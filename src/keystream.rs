@@ -67,7 +67,11 @@ pub(crate) fn write_bytes(key: &[u8; KEY_LEN], counter: u64, out: &mut [u8]) {
     // one-block-at-a-time tail (and is the crate's own 8-block path where it runs instead).
     let needed = rest.len().div_ceil(BLOCK_LEN);
     let computed = if needed > 2 { PASS } else { needed };
-    write_blocks(key, counter + whole as u64, &mut scratch[..computed]);
+    write_blocks(
+        key,
+        counter.wrapping_add(whole as u64),
+        &mut scratch[..computed],
+    );
     rest.copy_from_slice(&scratch.as_flattened()[..rest.len()]);
     zeroize::Zeroize::zeroize(scratch.as_flattened_mut());
 }
@@ -317,7 +321,10 @@ mod tests {
         let mut key = [0u8; KEY_LEN];
         for round in 0..64u32 {
             for (i, b) in key.iter_mut().enumerate() {
-                *b = (round as u8).wrapping_mul(37).wrapping_add(i as u8 * 11) ^ 0xa5;
+                *b = (round as u8)
+                    .wrapping_mul(37)
+                    .wrapping_add((i as u8).wrapping_mul(11))
+                    ^ 0xa5;
             }
             let counter = [0u64, 8, 16, 1 << 20, (1 << 32) - 64][round as usize % 5];
             for blocks in [8usize, 16, 24, 64] {
