@@ -74,8 +74,13 @@ def fmt_time(ns):
         return "–"
     for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
         if ns >= scale:
-            return f"{ns / scale:.3g} {unit}"
-    return f"{ns:.3g} ns"
+            return f"{fmt_num(ns / scale)} {unit}"
+    return f"{fmt_num(ns)} ns"
+
+
+def fmt_num(x):
+    """Three significant digits, without exponent notation."""
+    return f"{x:.0f}" if x >= 100 else f"{x:.3g}"
 
 
 def fmt_rate(bytes_per_s):
@@ -83,8 +88,8 @@ def fmt_rate(bytes_per_s):
         return "–"
     for unit, scale in (("GiB/s", 1 << 30), ("MiB/s", 1 << 20), ("KiB/s", 1 << 10)):
         if bytes_per_s >= scale:
-            return f"{bytes_per_s / scale:.3g} {unit}"
-    return f"{bytes_per_s:.3g} B/s"
+            return f"{fmt_num(bytes_per_s / scale)} {unit}"
+    return f"{fmt_num(bytes_per_s)} B/s"
 
 
 def fmt_size(n):
