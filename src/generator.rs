@@ -13,9 +13,7 @@
 //! the kernel wiped on `fork` read as an empty, unseeded state without any extra check on the
 //! small-read fast path.
 
-use chacha20::ChaCha20LegacyCore;
-use chacha20::cipher::array::Array;
-use chacha20::cipher::{KeyIvInit, StreamCipherCore};
+use crate::keystream;
 use core::fmt;
 use zeroize::Zeroize;
 
@@ -29,9 +27,6 @@ pub const REFILL_BLOCKS: usize = 16;
 pub const REFILL_LEN: usize = REFILL_BLOCKS * BLOCK_LEN;
 /// Bytes served from one refill: 992 (1024 minus the 32-byte next key).
 pub const BUFFER_LEN: usize = REFILL_LEN - KEY_LEN;
-
-/// The ChaCha20 nonce of every batch: all zero, since each key is used for one batch only.
-const NONCE: [u8; 8] = [0; 8];
 
 /// The generator's state: the key and the buffer in one output block, and the count of
 /// unserved bytes at its tail.
@@ -94,8 +89,12 @@ impl Core {
         debug_assert!(dest.len() <= self.avail);
         let start = REFILL_LEN - self.avail;
         let src = &mut self.block.as_flattened_mut()[start..start + dest.len()];
-        dest.copy_from_slice(src);
-        src.fill(0);
+        if dest.len() <= 64 {
+            take_small(dest, src);
+        } else {
+            dest.copy_from_slice(src);
+            src.fill(0);
+        }
         self.avail -= dest.len();
     }
 
@@ -131,10 +130,8 @@ impl Core {
     /// `Z = keystream(K, 1024)`; `K = Z[..32]`; buffer = `Z[32..]`, all 992 bytes unserved.
     #[inline(never)]
     pub(crate) fn refill(&mut self) {
-        let mut cipher = ChaCha20LegacyCore::new(self.key().into(), &NONCE.into());
         // The keystream overwrites the old key in place: no copy of Z[..32] is made.
-        cipher.write_keystream_blocks(Array::cast_slice_from_core_mut(&mut self.block));
-        // `cipher` (a copy of the old key's words) is zeroized by its `Drop`.
+        keystream::refill_in_place(&mut self.block);
         self.avail = BUFFER_LEN;
     }
 
@@ -143,27 +140,23 @@ impl Core {
     #[inline(never)]
     fn direct_fill(&mut self, dest: &mut [u8]) {
         debug_assert_eq!(self.avail, 0);
-        let mut cipher = ChaCha20LegacyCore::new(self.key().into(), &NONCE.into());
-        let mut scratch = [[0u8; BLOCK_LEN]; 1];
-        let scratch_blocks = Array::cast_slice_from_core_mut(&mut scratch);
+        debug_assert!(dest.len() >= BUFFER_LEN);
+        // The cipher's key: the old `K`, copied because block 0 of its keystream replaces it.
+        let mut key = *self.key();
 
-        // Block 0: the next key, then the first 32 output bytes.
-        cipher.write_keystream_blocks(scratch_blocks);
-        let (next_key, first) = scratch_blocks[0].split_at(KEY_LEN);
-        self.key_mut().copy_from_slice(next_key);
-        let (head, rest) = dest.split_at_mut(KEY_LEN);
-        head.copy_from_slice(first);
+        // Blocks 0..8 through a scratch pass: the next key, then the first 480 output bytes.
+        let mut scratch = [[0u8; BLOCK_LEN]; keystream::PASS];
+        keystream::write_blocks(&key, 0, &mut scratch);
+        let first = scratch.as_flattened();
+        self.key_mut().copy_from_slice(&first[..KEY_LEN]);
+        let (head, rest) = dest.split_at_mut(first.len() - KEY_LEN);
+        head.copy_from_slice(&first[KEY_LEN..]);
+        scratch.as_flattened_mut().zeroize();
 
-        // Whole blocks straight into the caller's memory.
-        let (blocks, tail) = rest.as_chunks_mut::<BLOCK_LEN>();
-        cipher.write_keystream_blocks(Array::cast_slice_from_core_mut(blocks));
-
-        // A partial last block goes through the scratch block, which is then wiped.
-        if !tail.is_empty() {
-            cipher.write_keystream_blocks(scratch_blocks);
-            tail.copy_from_slice(&scratch_blocks[0][..tail.len()]);
-        }
-        scratch.zeroize();
+        // Block 8 on: whole passes straight into the caller's memory, the last partial pass
+        // through a scratch pass that `write_bytes` wipes.
+        keystream::write_bytes(&key, keystream::PASS as u64, rest);
+        key.zeroize();
     }
 
     /// Reseeds by mixing: `K = K XOR s`, then wipes and empties the buffer.
@@ -186,6 +179,41 @@ impl Core {
     pub(crate) fn wipe(&mut self) {
         self.block.as_flattened_mut().zeroize();
         self.avail.zeroize();
+    }
+}
+
+/// Moves `src` (at most 64 bytes) into `dest` and zeroes `src`, with at most four loads and
+/// eight stores of fixed width instead of calls to `memcpy` and `memset`: the usual
+/// overlapping head-and-tail copy (the two chunks cover every byte, overlapping in the
+/// middle when the length is not a power of two). Run-time lengths of small reads (slices
+/// whose length the compiler cannot see) cost about as much as the call overhead otherwise.
+///
+/// The caller guarantees `dest.len() == src.len() <= 64`.
+#[inline(always)]
+fn take_small(dest: &mut [u8], src: &mut [u8]) {
+    /// Copies the first and the last `W` bytes of `src` (`W <= n <= 2 W`) and zeroes them.
+    #[inline(always)]
+    fn head_tail<const W: usize>(dest: &mut [u8], src: &mut [u8]) {
+        debug_assert!(W <= src.len() && src.len() <= 2 * W);
+        let head: [u8; W] = *src.first_chunk().expect("n >= W");
+        let tail: [u8; W] = *src.last_chunk().expect("n >= W");
+        *dest.first_chunk_mut().expect("n >= W") = head;
+        *dest.last_chunk_mut().expect("n >= W") = tail;
+        *src.first_chunk_mut::<W>().expect("n >= W") = [0; W];
+        *src.last_chunk_mut::<W>().expect("n >= W") = [0; W];
+    }
+    debug_assert!(dest.len() == src.len() && src.len() <= 64);
+    match src.len() {
+        32..=64 => head_tail::<32>(dest, src),
+        16..=31 => head_tail::<16>(dest, src),
+        8..=15 => head_tail::<8>(dest, src),
+        4..=7 => head_tail::<4>(dest, src),
+        2..=3 => head_tail::<2>(dest, src),
+        1 => {
+            dest[0] = src[0];
+            src[0] = 0;
+        }
+        _ => {}
     }
 }
 
@@ -327,6 +355,29 @@ mod tests {
             for b in &keys[i + 1..] {
                 assert_ne!(a, b);
             }
+        }
+    }
+
+    #[test]
+    fn small_reads_of_every_length_copy_and_zero_exactly_their_bytes() {
+        for n in 0..=65usize {
+            let mut reference = FkeRng::from_seed([3; 32]);
+            let mut rng = FkeRng::from_seed([3; 32]);
+            let mut whole = [0u8; 992];
+            reference.fill(&mut whole);
+            rng.fill(&mut [0u8; 7]); // an odd offset into the buffer
+            let before = rng.core().buffer().to_vec();
+            let mut out = vec![0u8; n];
+            rng.fill(&mut out);
+            assert_eq!(out[..], whole[7..7 + n], "length {n}");
+            let after = rng.core().buffer();
+            assert!(after[..7 + n].iter().all(|&b| b == 0), "length {n}");
+            assert_eq!(
+                after[7 + n..],
+                before[7 + n..],
+                "length {n}: untouched tail"
+            );
+            assert_eq!(rng.core().available(), BUFFER_LEN - 7 - n);
         }
     }
 

@@ -55,6 +55,7 @@
 
 mod compat;
 mod generator;
+mod keystream;
 mod rng;
 #[cfg(feature = "rustls")]
 mod rustls_random;

@@ -1,0 +1,326 @@
+//! fkrng against the other ways to get secure random bytes in Rust, each question one
+//! criterion group with every peer measured in the same run:
+//!
+//! - `fill`: fills of 1 B to 1 MiB.
+//! - `int`: one `u32` / `u64`.
+//! - `array`: a 12-byte nonce and a 32-byte key.
+//! - `threads`: aggregate throughput of 16-byte fills from 1, 2 and 4 threads.
+//! - `first_read`: spawning a thread, its first 16-byte read (seeding and setup), joining.
+//!
+//! Peers: `rand::rng()` (rand 0.10, ChaCha12), raw `chacha20::ChaCha20Rng` (no key erasure),
+//! `getrandom::fill` (the system call), the Linux vDSO getrandom called directly through the
+//! `vdso-rng` crate (kernel 6.11 and later; skipped with a note elsewhere) and reads of
+//! `/dev/urandom` from a file opened once.
+//!
+//! Group names start with the build: `avx512.` when built with `--cfg chacha20_avx512` (the
+//! project's `.cargo/config.toml`), `default.` without it. `scripts/bench.sh` runs both
+//! builds and `scripts/bench-report.py` turns the results into `docs/BENCHMARKS.md`.
+
+use criterion::{
+    BenchmarkId, Criterion, SamplingMode, Throughput, criterion_group, criterion_main,
+};
+use rand_core::{Rng, SeedableRng};
+use std::fs::File;
+use std::hint::black_box;
+use std::io::Read;
+use std::sync::Barrier;
+use std::time::{Duration, Instant};
+
+/// The build these numbers belong to (prefix of every group name).
+const BUILD: &str = if cfg!(chacha20_avx512) {
+    "avx512"
+} else {
+    "default"
+};
+
+/// Request sizes of the `fill` group, in bytes.
+const FILL_SIZES: [usize; 11] = [1, 4, 8, 16, 32, 64, 256, 1024, 4096, 65536, 1 << 20];
+
+/// Bytes per read in the `threads` and `first_read` groups.
+const SMALL: usize = 16;
+
+/// Reads per thread in one iteration of the `threads` group: enough that waking the threads
+/// at the barrier (tens of microseconds on a busy machine) is small against the reads.
+const READS_PER_ITER: u64 = 10_000;
+
+fn group_name(question: &str) -> String {
+    format!("{BUILD}.{question}")
+}
+
+/// The vDSO getrandom of this kernel, or `None` (with a note) where there is none.
+#[cfg(target_os = "linux")]
+mod vdso {
+    use std::sync::OnceLock;
+
+    pub struct Vdso(vdso_rng::LocalState<'static>);
+
+    fn pool() -> Option<&'static vdso_rng::Pool> {
+        static POOL: OnceLock<Option<vdso_rng::Pool>> = OnceLock::new();
+        POOL.get_or_init(|| match vdso_rng::Pool::new() {
+            Ok(pool) => Some(pool),
+            Err(e) => {
+                eprintln!("note: no vDSO getrandom on this kernel ({e}); that peer is skipped");
+                None
+            }
+        })
+        .as_ref()
+    }
+
+    impl Vdso {
+        pub fn new() -> Option<Self> {
+            vdso_rng::LocalState::new(pool()?).ok().map(Vdso)
+        }
+
+        #[inline]
+        pub fn fill(&mut self, dest: &mut [u8]) {
+            self.0.fill(dest, 0).expect("vDSO getrandom");
+        }
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+mod vdso {
+    pub struct Vdso;
+
+    impl Vdso {
+        pub fn new() -> Option<Self> {
+            eprintln!("note: the vDSO getrandom exists only on Linux; that peer is skipped");
+            None
+        }
+
+        pub fn fill(&mut self, _: &mut [u8]) {}
+    }
+}
+
+fn raw_chacha20() -> chacha20::ChaCha20Rng {
+    chacha20::ChaCha20Rng::from_seed(fkrng::array())
+}
+
+fn urandom() -> File {
+    File::open("/dev/urandom").expect("open /dev/urandom")
+}
+
+fn fill(c: &mut Criterion) {
+    let mut g = c.benchmark_group(group_name("fill"));
+    let mut buf = vec![0u8; 1 << 20];
+    let mut rand_rng = rand::rng();
+    let mut chacha = raw_chacha20();
+    let mut vdso = vdso::Vdso::new();
+    let mut file = urandom();
+    for n in FILL_SIZES {
+        let dest = &mut buf[..n];
+        g.throughput(Throughput::Bytes(n as u64));
+        g.bench_with_input(BenchmarkId::new("fkrng", n), &n, |b, _| {
+            b.iter(|| fkrng::fill(black_box(&mut *dest)))
+        });
+        g.bench_with_input(BenchmarkId::new("rand::rng()", n), &n, |b, _| {
+            b.iter(|| rand_rng.fill_bytes(black_box(&mut *dest)))
+        });
+        g.bench_with_input(BenchmarkId::new("ChaCha20Rng", n), &n, |b, _| {
+            b.iter(|| chacha.fill_bytes(black_box(&mut *dest)))
+        });
+        if let Some(v) = vdso.as_mut() {
+            g.bench_with_input(BenchmarkId::new("vDSO getrandom", n), &n, |b, _| {
+                b.iter(|| v.fill(black_box(&mut *dest)))
+            });
+        }
+        g.bench_with_input(BenchmarkId::new("getrandom syscall", n), &n, |b, _| {
+            b.iter(|| getrandom::fill(black_box(&mut *dest)).expect("getrandom"))
+        });
+        g.bench_with_input(BenchmarkId::new("/dev/urandom", n), &n, |b, _| {
+            b.iter(|| file.read_exact(black_box(&mut *dest)).expect("read"))
+        });
+    }
+    g.finish();
+}
+
+fn int(c: &mut Criterion) {
+    let mut g = c.benchmark_group(group_name("int"));
+    let mut rand_rng = rand::rng();
+    let mut chacha = raw_chacha20();
+    let mut vdso = vdso::Vdso::new();
+    g.throughput(Throughput::Bytes(4));
+    g.bench_function("fkrng/u32", |b| b.iter(fkrng::u32));
+    g.bench_function("rand::rng()/u32", |b| b.iter(|| rand_rng.next_u32()));
+    g.bench_function("ChaCha20Rng/u32", |b| b.iter(|| chacha.next_u32()));
+    if let Some(v) = vdso.as_mut() {
+        g.bench_function("vDSO getrandom/u32", |b| {
+            b.iter(|| {
+                let mut x = [0u8; 4];
+                v.fill(&mut x);
+                u32::from_le_bytes(x)
+            })
+        });
+    }
+    g.bench_function("getrandom syscall/u32", |b| {
+        b.iter(|| getrandom::u32().expect("getrandom"))
+    });
+    g.throughput(Throughput::Bytes(8));
+    g.bench_function("fkrng/u64", |b| b.iter(fkrng::u64));
+    g.bench_function("rand::rng()/u64", |b| b.iter(|| rand_rng.next_u64()));
+    g.bench_function("ChaCha20Rng/u64", |b| b.iter(|| chacha.next_u64()));
+    if let Some(v) = vdso.as_mut() {
+        g.bench_function("vDSO getrandom/u64", |b| {
+            b.iter(|| {
+                let mut x = [0u8; 8];
+                v.fill(&mut x);
+                u64::from_le_bytes(x)
+            })
+        });
+    }
+    g.bench_function("getrandom syscall/u64", |b| {
+        b.iter(|| getrandom::u64().expect("getrandom"))
+    });
+    g.finish();
+}
+
+fn array_of<const N: usize>(
+    g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    rand_rng: &mut rand::rngs::ThreadRng,
+    chacha: &mut chacha20::ChaCha20Rng,
+    vdso: &mut Option<vdso::Vdso>,
+) {
+    g.throughput(Throughput::Bytes(N as u64));
+    let what = format!("array{N}");
+    g.bench_function(format!("fkrng/{what}"), |b| b.iter(fkrng::array::<N>));
+    g.bench_function(format!("rand::rng()/{what}"), |b| {
+        b.iter(|| {
+            let mut a = [0u8; N];
+            rand_rng.fill_bytes(&mut a);
+            a
+        })
+    });
+    g.bench_function(format!("ChaCha20Rng/{what}"), |b| {
+        b.iter(|| {
+            let mut a = [0u8; N];
+            chacha.fill_bytes(&mut a);
+            a
+        })
+    });
+    if let Some(v) = vdso.as_mut() {
+        g.bench_function(format!("vDSO getrandom/{what}"), |b| {
+            b.iter(|| {
+                let mut a = [0u8; N];
+                v.fill(&mut a);
+                a
+            })
+        });
+    }
+    g.bench_function(format!("getrandom syscall/{what}"), |b| {
+        b.iter(|| {
+            let mut a = [0u8; N];
+            getrandom::fill(&mut a).expect("getrandom");
+            a
+        })
+    });
+}
+
+fn array(c: &mut Criterion) {
+    let mut g = c.benchmark_group(group_name("array"));
+    let mut rand_rng = rand::rng();
+    let mut chacha = raw_chacha20();
+    let mut vdso = vdso::Vdso::new();
+    array_of::<12>(&mut g, &mut rand_rng, &mut chacha, &mut vdso);
+    array_of::<32>(&mut g, &mut rand_rng, &mut chacha, &mut vdso);
+    g.finish();
+}
+
+/// Wall time for `threads` threads to do `iters` × 10,000 16-byte reads each with a reader from
+/// `make_reader`, from the moment all of them have done a first read (seeding) and wait at a
+/// barrier.
+fn parallel_reads<R: FnMut(&mut [u8])>(
+    threads: usize,
+    iters: u64,
+    make_reader: impl Fn() -> R + Sync,
+) -> Duration {
+    let start_line = Barrier::new(threads + 1);
+    let done_line = Barrier::new(threads + 1);
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                let mut read = make_reader();
+                let mut buf = [0u8; SMALL];
+                read(&mut buf);
+                start_line.wait();
+                for _ in 0..iters * READS_PER_ITER {
+                    read(black_box(&mut buf));
+                }
+                done_line.wait();
+            });
+        }
+        start_line.wait();
+        let start = Instant::now();
+        done_line.wait();
+        start.elapsed()
+    })
+}
+
+fn threads(c: &mut Criterion) {
+    let mut g = c.benchmark_group(group_name("threads"));
+    g.sampling_mode(SamplingMode::Flat);
+    g.sample_size(20);
+    for k in [1usize, 2, 4] {
+        // One iteration: 10,000 16-byte reads on each of the `k` threads.
+        g.throughput(Throughput::Bytes(SMALL as u64 * READS_PER_ITER * k as u64));
+        g.bench_with_input(BenchmarkId::new("fkrng", k), &k, |b, &k| {
+            b.iter_custom(|iters| parallel_reads(k, iters, || fkrng::fill))
+        });
+        g.bench_with_input(BenchmarkId::new("rand::rng()", k), &k, |b, &k| {
+            b.iter_custom(|iters| {
+                parallel_reads(k, iters, || {
+                    let mut rng = rand::rng();
+                    move |d: &mut [u8]| rng.fill_bytes(d)
+                })
+            })
+        });
+    }
+    g.finish();
+}
+
+/// Wall time of `iters` rounds of: spawn a thread, let it run `first`, join it.
+fn spawn_join(iters: u64, first: fn()) -> Duration {
+    let start = Instant::now();
+    for _ in 0..iters {
+        std::thread::spawn(first).join().expect("thread");
+    }
+    start.elapsed()
+}
+
+fn first_read(c: &mut Criterion) {
+    let mut g = c.benchmark_group(group_name("first_read"));
+    g.throughput(Throughput::Bytes(SMALL as u64));
+    g.bench_function("empty thread", |b| {
+        b.iter_custom(|iters| spawn_join(iters, || {}))
+    });
+    g.bench_function("fkrng", |b| {
+        b.iter_custom(|iters| {
+            spawn_join(iters, || {
+                black_box(fkrng::array::<SMALL>());
+            })
+        })
+    });
+    g.bench_function("rand::rng()", |b| {
+        b.iter_custom(|iters| {
+            spawn_join(iters, || {
+                let mut buf = [0u8; SMALL];
+                rand::rng().fill_bytes(&mut buf);
+                black_box(buf);
+            })
+        })
+    });
+    g.finish();
+}
+
+fn config() -> Criterion {
+    Criterion::default()
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(1))
+        .sample_size(50)
+}
+
+criterion_group! {
+    name = benches;
+    config = config();
+    targets = fill, int, array, threads, first_read
+}
+criterion_main!(benches);
