@@ -21,18 +21,23 @@
 
 use core::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 
+/// The epoch alone on a 64-byte cache line, so that no frequently written static the linker
+/// places next to it makes every read pay for cache-line contention.
+#[repr(C, align(64))]
+pub(crate) struct EpochLine(AtomicU64);
+
 /// Process-wide reseed epoch: bumped in a forked child and by `reseed_all`.
-pub(crate) static EPOCH: AtomicU64 = AtomicU64::new(1);
+pub(crate) static EPOCH: EpochLine = EpochLine(AtomicU64::new(1));
 
 /// The current epoch (a relaxed load: a plain `mov` on x86-64 and a plain `ldr` on AArch64).
 #[inline(always)]
 pub(crate) fn epoch() -> u64 {
-    EPOCH.load(Ordering::Relaxed)
+    EPOCH.0.load(Ordering::Relaxed)
 }
 
 /// Starts a new epoch: every thread reseeds before its next output.
 pub(crate) fn bump_epoch() {
-    EPOCH.fetch_add(1, Ordering::Relaxed);
+    EPOCH.0.fetch_add(1, Ordering::Relaxed);
 }
 
 #[cfg(unix)]
