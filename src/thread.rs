@@ -786,4 +786,28 @@ mod tests {
             "the thread-local slot holds only a pointer"
         );
     }
+
+    #[test]
+    fn empty_read_needs_no_seed_and_sets_up_nothing() {
+        // An unseeded state and an OS source that fails: nothing to produce, so no error
+        // and no OS read.
+        let mut st = ThreadState::zeroed();
+        let mut os = FakeOs {
+            calls: 0,
+            fail: true,
+        };
+        assert_eq!(
+            st.fill_slow(&mut [], &mut os, &FakeClock(Cell::new(0))),
+            Ok(())
+        );
+        assert!(!st.life.seeded);
+        // A thread whose only read is empty maps no state.
+        let slot_null = std::thread::spawn(|| {
+            try_fill(&mut []).unwrap();
+            STATE.get().is_null()
+        })
+        .join()
+        .unwrap();
+        assert!(slot_null, "an empty first read set up a state");
+    }
 }
