@@ -109,6 +109,10 @@ impl ThreadState {
         os: &mut impl Entropy,
         clock: &impl Clock,
     ) -> Result<(), Error> {
+        if dest.is_empty() {
+            // Nothing to produce: no (re)seed, so no OS read and no OS error.
+            return Ok(());
+        }
         if !self.life.seeded || self.life.epoch != fork::epoch() {
             // Strict: no output from an unseeded or inherited key.
             self.reseed(os, clock)?;
@@ -242,6 +246,9 @@ fn with_state<R>(f: impl FnOnce(&mut ThreadState) -> R) -> Option<R> {
 #[cold]
 #[inline(never)]
 fn fill_without_state(p: *mut ThreadState, dest: &mut [u8]) -> Result<(), Error> {
+    if dest.is_empty() {
+        return Ok(());
+    }
     if p.is_null() && set_up().is_some() {
         return try_fill(dest);
     }
