@@ -11,20 +11,33 @@ pub(crate) trait Entropy {
     /// Fills `dest` entirely with fresh bytes or fails.
     fn fill(&mut self, dest: &mut [u8]) -> Result<(), Error>;
 
-    /// A 32-byte seed plus a 32-bit draw (for the reseed byte budget), refusing an all-zero
-    /// seed: a source that "succeeds" without writing (a fault-injecting tracer, a broken
-    /// emulator) must not turn into a known key.
-    fn seed(&mut self) -> Result<([u8; KEY_LEN], u32), Error> {
+    /// Writes a 32-byte seed into `key` and returns a 32-bit draw (for the reseed byte
+    /// budget), refusing an all-zero seed: a source that "succeeds" without writing (a
+    /// fault-injecting tracer, a broken emulator) must not turn into a known key.
+    ///
+    /// The seed goes straight from one zeroized scratch buffer into the caller's `key`: it is
+    /// never returned or passed by value, since every such move leaves a copy in a stack
+    /// frame that nothing wipes (and that outlives the read, for example in an exited
+    /// thread's cached stack). On error `key` is all zero.
+    fn seed(&mut self, key: &mut [u8; KEY_LEN]) -> Result<u32, Error> {
         let mut raw = [0u8; KEY_LEN + 4];
-        self.fill(&mut raw)?;
-        let (key, extra) = raw.split_at(KEY_LEN);
-        let key: [u8; KEY_LEN] = key.try_into().expect("32 bytes");
-        let extra = u32::from_le_bytes(extra.try_into().expect("4 bytes"));
+        let filled = self.fill(&mut raw);
+        key.copy_from_slice(&raw[..KEY_LEN]);
+        let extra = u32::from_le_bytes([
+            raw[KEY_LEN],
+            raw[KEY_LEN + 1],
+            raw[KEY_LEN + 2],
+            raw[KEY_LEN + 3],
+        ]);
         zeroize::Zeroize::zeroize(&mut raw);
-        if key == [0; KEY_LEN] {
+        if let Err(e) = filled {
+            zeroize::Zeroize::zeroize(key);
+            return Err(e);
+        }
+        if key.iter().all(|&b| b == 0) {
             return Err(Error::ALL_ZERO);
         }
-        Ok((key, extra))
+        Ok(extra)
     }
 }
 

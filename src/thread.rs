@@ -11,9 +11,7 @@
 use crate::Error;
 use crate::entropy::{Entropy, Os};
 use crate::fork::{self, Pages};
-use crate::generator::Core;
-#[cfg(test)]
-use crate::generator::KEY_LEN;
+use crate::generator::{Core, KEY_LEN};
 use crate::probe::{self, OneOff};
 use core::cell::Cell;
 use core::ptr;
@@ -111,6 +109,10 @@ impl ThreadState {
         os: &mut impl Entropy,
         clock: &impl Clock,
     ) -> Result<(), Error> {
+        if dest.is_empty() {
+            // Nothing to produce: no (re)seed, so no OS read and no OS error.
+            return Ok(());
+        }
         if !self.life.seeded || self.life.epoch != fork::epoch() {
             // Strict: no output from an unseeded or inherited key.
             self.reseed(os, clock)?;
@@ -121,11 +123,12 @@ impl ThreadState {
             if life.due(now) {
                 // A failed periodic reseed keeps the (still secret) key; the next refill
                 // tries again.
-                if let Ok((mut s, draw)) = os.seed() {
+                let mut s = [0u8; KEY_LEN];
+                if let Ok(draw) = os.seed(&mut s) {
                     core.mix_key(&s);
-                    s.zeroize();
                     life.restart(draw, now);
                 }
+                s.zeroize();
             }
             life.produced = life.produced.saturating_add(bytes as u64);
             Ok::<(), Error>(())
@@ -136,7 +139,8 @@ impl ThreadState {
     /// An unseeded state has `K = 0`, so this is also the first seeding.
     fn reseed(&mut self, os: &mut impl Entropy, clock: &impl Clock) -> Result<(), Error> {
         let epoch = fork::epoch();
-        let (mut s, draw) = os.seed()?;
+        let mut s = [0u8; KEY_LEN];
+        let draw = os.seed(&mut s)?;
         self.core.mix_key(&s);
         s.zeroize();
         self.life.seeded = true;
@@ -242,6 +246,9 @@ fn with_state<R>(f: impl FnOnce(&mut ThreadState) -> R) -> Option<R> {
 #[cold]
 #[inline(never)]
 fn fill_without_state(p: *mut ThreadState, dest: &mut [u8]) -> Result<(), Error> {
+    if dest.is_empty() {
+        return Ok(());
+    }
     if p.is_null() && set_up().is_some() {
         return try_fill(dest);
     }
@@ -277,11 +284,20 @@ pub(crate) fn fresh_from_os(dest: &mut [u8], why: OneOff) -> Result<(), Error> {
         return Ok(());
     }
     probe::count_one_off(why);
-    let (mut key, _) = Os.seed()?;
-    let mut one_off = <crate::FkeRng as rand_core::SeedableRng>::from_seed(key);
-    key.zeroize();
-    one_off.fill(dest);
-    // `one_off` wipes its key and buffer when dropped here.
+    // Seeded in place (`K = 0 XOR S`) rather than through `FkeRng::from_seed`, whose
+    // by-value seed and return would leave copies of the key in dead stack frames.
+    let mut one_off = Core::new([0; KEY_LEN]);
+    let mut s = [0u8; KEY_LEN];
+    let draw = Os.seed(&mut s);
+    one_off.mix_key(&s);
+    s.zeroize();
+    if let Err(e) = draw {
+        one_off.wipe();
+        return Err(e);
+    }
+    let done: Result<(), core::convert::Infallible> = one_off.fill_with(dest, |_, _| Ok(()));
+    let Ok(()) = done;
+    one_off.wipe();
     Ok(())
 }
 
@@ -776,5 +792,29 @@ mod tests {
             size_of::<usize>(),
             "the thread-local slot holds only a pointer"
         );
+    }
+
+    #[test]
+    fn empty_read_needs_no_seed_and_sets_up_nothing() {
+        // An unseeded state and an OS source that fails: nothing to produce, so no error
+        // and no OS read.
+        let mut st = ThreadState::zeroed();
+        let mut os = FakeOs {
+            calls: 0,
+            fail: true,
+        };
+        assert_eq!(
+            st.fill_slow(&mut [], &mut os, &FakeClock(Cell::new(0))),
+            Ok(())
+        );
+        assert!(!st.life.seeded);
+        // A thread whose only read is empty maps no state.
+        let slot_null = std::thread::spawn(|| {
+            try_fill(&mut []).unwrap();
+            STATE.get().is_null()
+        })
+        .join()
+        .unwrap();
+        assert!(slot_null, "an empty first read set up a state");
     }
 }
