@@ -237,6 +237,10 @@ impl fmt::Debug for Core {
 /// Its output for a given seed is value-stable: the same bytes on every platform and in
 /// every release, checked against known-answer vectors from an independent ChaCha20.
 ///
+/// Moving an `FkeRng` is a byte copy that Rust does not wipe behind it, so a generator moved
+/// after use leaves its old state (key and unserved buffer) in the memory it moved from. Put
+/// it where it will live (a `Box`, a struct field) before the first read.
+///
 /// `FkeRng` is deliberately neither `Clone` nor `Copy` (two copies would repeat each other's
 /// output); its `Debug` shows no key or buffer bytes, and dropping it zeroizes the state.
 /// It implements [`rand_core::SeedableRng`] with a 32-byte seed and
