@@ -258,6 +258,34 @@ impl FkeRng {
     pub(crate) fn core(&self) -> &Core {
         &self.core
     }
+
+    /// A read-only view of the state for the crate's own differential tests and fuzz
+    /// targets. It exists only in builds with `cfg(test)` (this crate's unit tests) or
+    /// `cfg(fuzzing)` (set by `cargo fuzz` for every crate it builds); no Cargo feature turns
+    /// it on, so no dependent can enable it in an ordinary build. It lends references and
+    /// makes no copy of the key or the buffer.
+    #[cfg(any(test, fuzzing))]
+    #[doc(hidden)]
+    pub fn inspect(&self) -> Inspect<'_> {
+        Inspect {
+            key: self.core.key(),
+            available: self.core.available(),
+            buffer: &self.core.block.as_flattened()[KEY_LEN..],
+        }
+    }
+}
+
+/// What [`FkeRng::inspect`] shows: only in `cfg(test)` and `cfg(fuzzing)` builds.
+#[cfg(any(test, fuzzing))]
+#[doc(hidden)]
+#[derive(Clone, Copy)]
+pub struct Inspect<'a> {
+    /// The key `K` (32 bytes).
+    pub key: &'a [u8; KEY_LEN],
+    /// Unserved bytes in the buffer (0 to 992).
+    pub available: usize,
+    /// The 992-byte buffer; its unserved bytes are the last `available` ones.
+    pub buffer: &'a [u8],
 }
 
 impl rand_core::SeedableRng for FkeRng {
@@ -287,6 +315,9 @@ impl fmt::Debug for FkeRng {
         f.debug_struct("FkeRng").finish_non_exhaustive()
     }
 }
+
+#[cfg(test)]
+mod differential;
 
 #[cfg(test)]
 mod tests {
