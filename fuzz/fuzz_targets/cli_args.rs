@@ -17,8 +17,11 @@ mod size;
 mod args;
 
 fuzz_target!(|data: &[u8]| {
-    let list = std::iter::once(OsString::from("fkrng"))
-        .chain(data.split(|&b| b == 0).take(16).map(|a| OsString::from_vec(a.to_vec())));
+    let list = std::iter::once(OsString::from("fkrng")).chain(
+        data.split(|&b| b == 0)
+            .take(16)
+            .map(|a| OsString::from_vec(a.to_vec())),
+    );
     match args::parse_from(list) {
         Ok(request) => {
             assert!(

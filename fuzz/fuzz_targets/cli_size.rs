@@ -33,7 +33,11 @@ fn oracle(text: &str) -> Option<u64> {
     if significant.len() > 40 {
         return None;
     }
-    let value: u128 = if significant.is_empty() { 0 } else { significant.parse().ok()? };
+    let value: u128 = if significant.is_empty() {
+        0
+    } else {
+        significant.parse().ok()?
+    };
     let bytes = value.checked_mul(unit)?;
     let bytes = u64::try_from(bytes).ok()?;
     usize::try_from(bytes).ok()?;

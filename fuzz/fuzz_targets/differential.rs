@@ -50,7 +50,10 @@ fn size(selector: u16) -> usize {
 }
 
 fn decode(op: &[u8]) -> Op {
-    let selector = u16::from_le_bytes([op.get(1).copied().unwrap_or(0), op.get(2).copied().unwrap_or(0)]);
+    let selector = u16::from_le_bytes([
+        op.get(1).copied().unwrap_or(0),
+        op.get(2).copied().unwrap_or(0),
+    ]);
     match op[0] % 4 {
         0 | 1 => Op::Fill(size(selector)),
         2 => Op::U32,
