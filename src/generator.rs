@@ -179,10 +179,12 @@ impl Core {
         self.avail = 0;
     }
 
-    /// Zeroes the key and the buffer.
+    /// Zeroes the key, the buffer and the count, and every padding byte of the state (a
+    /// move of the state may have copied stack residue into its padding).
     pub(crate) fn wipe(&mut self) {
-        self.block.as_flattened_mut().zeroize();
-        self.avail.zeroize();
+        // SAFETY: `Core` is plain data (a byte array and an integer) whose all-zero value is
+        // valid (the empty state); `self` is a valid, exclusive pointer to it.
+        unsafe { zeroize::zeroize_flat_type(self as *mut Self) };
     }
 }
 
@@ -357,6 +359,26 @@ mod tests {
         assert_ne!(*rng.core().key(), before);
         assert_eq!(rng.core().available(), 0);
         assert!(rng.core().buffer().iter().all(|&b| b == 0));
+    }
+
+    #[test]
+    fn wipe_zeroes_every_byte_padding_included() {
+        let mut mem = core::mem::MaybeUninit::<Core>::uninit();
+        let len = size_of::<Core>();
+        assert!(len > REFILL_LEN + size_of::<usize>(), "Core has padding");
+        // SAFETY: writes `len` bytes into the `Core`-sized allocation; any bytes make a valid
+        // `Core` (a byte array and an integer).
+        let core = unsafe {
+            mem.as_mut_ptr().cast::<u8>().write_bytes(0xa5, len);
+            mem.assume_init_mut()
+        };
+        core.wipe();
+        let base = mem.as_ptr().cast::<u8>();
+        let nonzero = (0..len)
+            // SAFETY: in bounds of `mem`, whose every byte was written above.
+            .filter(|&i| unsafe { core::ptr::read_volatile(base.add(i)) } != 0)
+            .count();
+        assert_eq!(nonzero, 0);
     }
 
     #[test]

@@ -8,7 +8,7 @@ use rand_core::{Rng, SeedableRng};
 const VECTORS: &str = include_str!("data/fke-kat.txt");
 
 fn hex(s: &str) -> Vec<u8> {
-    assert!(s.len() % 2 == 0, "odd hex length: {s}");
+    assert!(s.len().is_multiple_of(2), "odd hex length: {s}");
     (0..s.len())
         .step_by(2)
         .map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex digit"))
