@@ -45,6 +45,7 @@ esac
 need() {
     command -v "$1" >/dev/null 2>&1 && return 0
     echo "== installing $2"
+    export DEBIAN_FRONTEND=noninteractive
     if ! apt-get install -y -qq "$2" >/dev/null 2>&1; then
         apt-get update -qq >/dev/null
         apt-get install -y -qq "$2" >/dev/null
@@ -129,7 +130,8 @@ ent_check() {
 }
 
 # dh ARGS...: runs dieharder on fresh output; prints its result lines and, for each,
-# `DH|test|ntup|psamples|p|verdict` on stdout.
+# `DH|test|ntup|k|psamples|p|verdict` on stdout, where k counts the lines with the same test
+# and ntup (some tests report two p-values per ntup).
 dh() {
     local out="$TMP/dh.txt"
     "$BIN" --raw | dieharder -g 200 "$@" >"$out"
@@ -137,24 +139,24 @@ dh() {
     awk -F'|' 'NF >= 6 && $1 !~ /test_name|rng_name/ {
         gsub(/ /, "", $1); gsub(/ /, "", $2); gsub(/ /, "", $4); gsub(/ /, "", $5);
         gsub(/ /, "", $6);
-        if ($5 ~ /^[0-9.e+-]+$/) print "DH|" $1 "|" $2 "|" $4 "|" $5 "|" $6 }' "$out"
+        if ($5 ~ /^[0-9.e+-]+$/) print "DH|" $1 "|" $2 "|" ++k[$1 "|" $2] "|" $4 "|" $5 "|" $6 }' "$out"
 }
 
-# dh_rerun ID NTUP TEST [EXTRA...]: reruns dieharder test ID on a fresh stream and prints
-# the verdict line of TEST at NTUP.
+# dh_rerun ID NTUP K TEST [EXTRA...]: reruns dieharder test ID on a fresh stream and
+# prints the K-th verdict line of TEST at NTUP.
 dh_rerun() {
-    local id=$1 ntup=$2 test=$3
-    shift 3
+    local id=$1 ntup=$2 k=$3 test=$4
+    shift 4
     local args=(-d "$id")
     [[ $ntup != 0 ]] && args+=(-n "$ntup")
-    dh "${args[@]}" "$@" | awk -F'|' -v t="$test" -v n="$ntup" '$2 == t && $3 == n' | head -n 1
+    dh "${args[@]}" "$@" | awk -F'|' -v t="$test" -v n="$ntup" -v k="$k" '$2 == t && $3 == n && $4 == k' | head -n 1
 }
 
 # dh_judge RESULT_LINES REPEATS: applies the policy to `DH|...` lines; counts failures.
 dh_judge() {
     local lines=$1 repeats=$2
-    local tag test ntup ps p v id
-    while IFS='|' read -r tag test ntup ps p v; do
+    local tag test ntup k ps p v id
+    while IFS='|' read -r tag test ntup k ps p v; do
         [[ $tag == DH ]] || continue
         echo "RESULT|dieharder|$test|$ntup|$p|$v"
         [[ $v == PASSED ]] && continue
@@ -170,8 +172,8 @@ dh_judge() {
             if [[ $repeats -gt 1 && $r == "$repeats" ]]; then extra=(-p "$((5 * ps))"); fi
             local line
             echo "== rerun $r of $test (ntup $ntup, -d $id ${extra[*]:-})" >&2
-            line=$(dh_rerun "$id" "$ntup" "$test" "${extra[@]}")
-            IFS='|' read -r _ _ _ _ rp rv <<<"$line"
+            line=$(dh_rerun "$id" "$ntup" "$k" "$test" "${extra[@]}")
+            IFS='|' read -r _ _ _ _ _ rp rv <<<"$line"
             echo "RESULT|dieharder rerun $r ${extra[*]:-}|$test|$ntup|${rp:-?}|${rv:-MISSING}"
             [[ ${rv:-} == PASSED ]] || bad=1
         done

@@ -33,6 +33,7 @@ esac
 
 if ! command -v valgrind >/dev/null 2>&1; then
     echo "== installing valgrind"
+    export DEBIAN_FRONTEND=noninteractive
     apt-get install -y -qq valgrind >/dev/null 2>&1 || {
         apt-get update -qq >/dev/null
         apt-get install -y -qq valgrind >/dev/null
