@@ -33,7 +33,9 @@ thread_local! {
 
 fn worker(id: usize, late: mpsc::Sender<[u8; 32]>) -> Vec<[u8; 32]> {
     let mut out = Vec::new();
-    for n in [0usize, 1, 31, 32, 33, 991, 992, 993, 1023, 1024, 1025, 1985, 70_000] {
+    for n in [
+        0usize, 1, 31, 32, 33, 991, 992, 993, 1023, 1024, 1025, 1985, 70_000,
+    ] {
         let mut b = vec![0u8; n];
         fkrng::fill(&mut b);
         if n >= 32 {

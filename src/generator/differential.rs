@@ -36,8 +36,16 @@ impl Subject for FkeRng {
 }
 
 /// Random cases per property: enough to hit every boundary pair many times, few enough
-/// that `cargo test` spends a few seconds here.
+/// that `cargo test` spends a few seconds here. `PROPTEST_CASES=N` in the environment runs
+/// N cases instead (long runs: see docs/ASSURANCE.md).
 const CASES: u32 = 256;
+
+fn cases() -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(CASES)
+}
 
 /// Read sizes: mostly the boundary sizes, then anything up to two refills, then anything up
 /// to 320 KiB (direct fills of many blocks).
@@ -58,7 +66,7 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: CASES, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
 
     /// Identical bytes, keys, buffers and unserved counts after every operation of a random
     /// sequence of up to 48 reads.
