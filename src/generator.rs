@@ -175,10 +175,12 @@ impl Core {
         self.avail = 0;
     }
 
-    /// Zeroes the key and the buffer.
+    /// Zeroes the key, the buffer and the count, and every padding byte of the state (a
+    /// move of the state may have copied stack residue into its padding).
     pub(crate) fn wipe(&mut self) {
-        self.block.as_flattened_mut().zeroize();
-        self.avail.zeroize();
+        // SAFETY: `Core` is plain data (a byte array and an integer) whose all-zero value is
+        // valid (the empty state); `self` is a valid, exclusive pointer to it.
+        unsafe { zeroize::zeroize_flat_type(self as *mut Self) };
     }
 }
 
@@ -303,6 +305,34 @@ impl FkeRng {
     pub(crate) fn core(&self) -> &Core {
         &self.core
     }
+
+    /// A read-only view of the state for the crate's own differential tests and fuzz
+    /// targets. It exists only in builds with `cfg(test)` (this crate's unit tests) or
+    /// `cfg(fuzzing)` (set by `cargo fuzz` for every crate it builds); no Cargo feature turns
+    /// it on, so no dependent can enable it in an ordinary build. It lends references and
+    /// makes no copy of the key or the buffer.
+    #[cfg(any(test, fuzzing))]
+    #[doc(hidden)]
+    pub fn inspect(&self) -> Inspect<'_> {
+        Inspect {
+            key: self.core.key(),
+            available: self.core.available(),
+            buffer: &self.core.block.as_flattened()[KEY_LEN..],
+        }
+    }
+}
+
+/// What [`FkeRng::inspect`] shows: only in `cfg(test)` and `cfg(fuzzing)` builds.
+#[cfg(any(test, fuzzing))]
+#[doc(hidden)]
+#[derive(Clone, Copy)]
+pub struct Inspect<'a> {
+    /// The key `K` (32 bytes).
+    pub key: &'a [u8; KEY_LEN],
+    /// Unserved bytes in the buffer (0 to 992).
+    pub available: usize,
+    /// The 992-byte buffer; its unserved bytes are the last `available` ones.
+    pub buffer: &'a [u8],
 }
 
 impl rand_core::SeedableRng for FkeRng {
@@ -332,6 +362,9 @@ impl fmt::Debug for FkeRng {
         f.debug_struct("FkeRng").finish_non_exhaustive()
     }
 }
+
+#[cfg(test)]
+mod differential;
 
 #[cfg(test)]
 mod tests {
@@ -394,6 +427,26 @@ mod tests {
         assert_ne!(*rng.core().key(), before);
         assert_eq!(rng.core().available(), 0);
         assert!(rng.core().buffer().iter().all(|&b| b == 0));
+    }
+
+    #[test]
+    fn wipe_zeroes_every_byte_padding_included() {
+        let mut mem = core::mem::MaybeUninit::<Core>::uninit();
+        let len = size_of::<Core>();
+        assert!(len > REFILL_LEN + size_of::<usize>(), "Core has padding");
+        // SAFETY: writes `len` bytes into the `Core`-sized allocation; any bytes make a valid
+        // `Core` (a byte array and an integer).
+        let core = unsafe {
+            mem.as_mut_ptr().cast::<u8>().write_bytes(0xa5, len);
+            mem.assume_init_mut()
+        };
+        core.wipe();
+        let base = mem.as_ptr().cast::<u8>();
+        let nonzero = (0..len)
+            // SAFETY: in bounds of `mem`, whose every byte was written above.
+            .filter(|&i| unsafe { core::ptr::read_volatile(base.add(i)) } != 0)
+            .count();
+        assert_eq!(nonzero, 0);
     }
 
     #[test]

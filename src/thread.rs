@@ -149,9 +149,14 @@ impl ThreadState {
         Ok(())
     }
 
+    /// Zeroes every byte of the state, padding included: struct assignments may copy stack
+    /// residue (bytes of earlier seeds or keystream) into padding, so field-by-field zeroing
+    /// is not enough. The result is the empty, unseeded state.
     fn wipe(&mut self) {
-        self.core.wipe();
-        self.life = Lifecycle::default();
+        // SAFETY: `ThreadState` is plain data (byte arrays, integers, bools, no pointers or
+        // `Drop` fields) and the all-zero value is a valid state, as `Pages::new_zeroed`
+        // relies on; `self` is a valid, exclusive pointer to it.
+        unsafe { zeroize::zeroize_flat_type(self as *mut Self) };
     }
 }
 
@@ -173,12 +178,14 @@ impl Drop for Owner {
     fn drop(&mut self) {
         if let Some(pages) = self.0.take() {
             STATE.set(UNAVAILABLE);
+            #[cfg(test)]
+            // SAFETY: the pages hold an initialised `ThreadState` and are still mapped.
+            let before = tests::Before::of(unsafe { &*pages.as_ptr() });
             // SAFETY: the pages hold an initialised `ThreadState`; the slot no longer points
             // to it, so no other reference exists on this thread (and none on others).
             unsafe { (*pages.as_ptr()).wipe() };
             #[cfg(test)]
-            // SAFETY: as above; the pages are still mapped until `pages` drops below.
-            tests::record_release(unsafe { &*pages.as_ptr() });
+            tests::record_release(before, &pages);
             drop(pages);
         }
     }
@@ -316,14 +323,52 @@ pub(crate) fn state_range() -> Option<(usize, usize)> {
 mod tests {
     use super::*;
 
-    static RELEASE_ALL_ZERO: std::sync::Mutex<Vec<bool>> = std::sync::Mutex::new(Vec::new());
+    /// What a thread's state held just before its owner wiped and released it.
+    pub(super) struct Before {
+        seeded: bool,
+        key_nonzero: bool,
+        available: usize,
+    }
 
-    pub(super) fn record_release(st: &ThreadState) {
-        let all_zero = st.core.key() == &[0; KEY_LEN]
-            && st.core.available() == 0
-            && !st.life.seeded
-            && st.life.budget == 0;
-        RELEASE_ALL_ZERO.lock().unwrap().push(all_zero);
+    impl Before {
+        pub(super) fn of(st: &ThreadState) -> Self {
+            Before {
+                seeded: st.life.seeded,
+                key_nonzero: st.core.key() != &[0; KEY_LEN],
+                available: st.core.available(),
+            }
+        }
+    }
+
+    /// One state release at thread exit: the state's address, what it held before the wipe,
+    /// and whether every byte of its pages was zero after it.
+    struct Release {
+        addr: usize,
+        before: Before,
+        pages_zero_after: bool,
+    }
+
+    static RELEASES: std::sync::Mutex<Vec<Release>> = std::sync::Mutex::new(Vec::new());
+
+    /// Checks every byte of the state's pages (the whole mapping on Linux) just before
+    /// they are released.
+    pub(super) fn record_release(before: Before, pages: &Pages<ThreadState>) {
+        let addr = pages.as_ptr() as usize;
+        #[cfg(target_os = "linux")]
+        let len = pages.range().1 - addr;
+        #[cfg(not(target_os = "linux"))]
+        let len = size_of::<ThreadState>();
+        let pages_zero_after = (0..len).all(|i| {
+            // SAFETY: `addr..addr + len` is the live allocation behind `pages` (on Linux the
+            // whole zero-filled mapping). Volatile byte loads read the memory as the machine
+            // holds it, padding included, which is what a memory disclosure would see.
+            unsafe { ptr::read_volatile((addr + i) as *const u8) == 0 }
+        });
+        RELEASES.lock().unwrap().push(Release {
+            addr,
+            before,
+            pages_zero_after,
+        });
     }
 
     /// Hands out a counter pattern (never all zero), or fails while `fail` is set.
@@ -502,15 +547,30 @@ mod tests {
 
     #[test]
     fn thread_exit_wipes_state_before_release() {
-        std::thread::spawn(|| {
-            let mut b = [0u8; 16];
+        // A thread reads 123 bytes (seeding its state and leaving 992 - 123 unserved bytes)
+        // and reports where its state lives; its exit must zero every byte of those pages.
+        let addr = std::thread::spawn(|| {
+            let mut b = [0u8; 123];
             crate::fill(&mut b);
+            STATE.get() as usize
         })
         .join()
         .unwrap();
-        let log = RELEASE_ALL_ZERO.lock().unwrap();
-        assert!(!log.is_empty());
-        assert!(log.iter().all(|&z| z), "every released state was wiped");
+        let log = RELEASES.lock().unwrap();
+        let ours: Vec<&Release> = log.iter().filter(|r| r.addr == addr).collect();
+        assert!(
+            ours.iter().any(|r| r.before.seeded
+                && r.before.key_nonzero
+                && r.before.available == 992 - 123),
+            "the thread's state was released holding a seeded key and 869 unserved bytes"
+        );
+        for r in log.iter() {
+            assert!(
+                r.pages_zero_after,
+                "a state at {:#x} (seeded: {}, key non-zero: {}, unserved bytes: {}) was released with non-zero bytes",
+                r.addr, r.before.seeded, r.before.key_nonzero, r.before.available
+            );
+        }
     }
 
     #[cfg(target_os = "linux")]

@@ -10,10 +10,11 @@
 //! Exit status: 0 on success (also when the reader closes the pipe early), 1 when the OS
 //! random source or the output fails, 2 for bad arguments.
 
+mod args;
 mod size;
 
+use args::Format;
 use base64::Engine as _;
-use clap::{ArgGroup, Parser};
 use std::io::{self, Write};
 use std::os::fd::AsFd;
 use std::process::ExitCode;
@@ -22,57 +23,9 @@ use std::process::ExitCode;
 /// of 64 for the generator's direct path).
 const CHUNK: usize = 48 * 1024;
 
-#[derive(Parser, Debug)]
-#[command(
-    name = "fkrng",
-    version,
-    about = "Write cryptographically secure random bytes (fast-key-erasure ChaCha20).",
-    after_help = "COUNT is a whole number of bytes, optionally with a suffix: KiB, MiB, GiB, TiB \
-                  (powers of 1024) or k, M, G, T (powers of 1000). Without a format, --hex is \
-                  used. Exit status: 0 on success or when the reader closes the pipe, 1 when \
-                  the OS random source or the output fails, 2 for bad arguments.",
-    group(ArgGroup::new("format").args(["hex", "base64", "raw"]).multiple(false))
-)]
-struct Args {
-    /// Lowercase hexadecimal (two digits per byte), then a newline.
-    #[arg(long)]
-    hex: bool,
-    /// Standard base64 with padding, on one line, then a newline.
-    #[arg(long)]
-    base64: bool,
-    /// Raw bytes. Without COUNT, writes until stdout is closed.
-    #[arg(long)]
-    raw: bool,
-    /// How many random bytes to produce (required except with --raw).
-    #[arg(value_parser = size::parse_count)]
-    count: Option<u64>,
-}
-
-#[derive(Clone, Copy)]
-enum Format {
-    Hex,
-    Base64,
-    Raw,
-}
-
 fn main() -> ExitCode {
-    let args = Args::parse();
-    let format = if args.raw {
-        Format::Raw
-    } else if args.base64 {
-        Format::Base64
-    } else {
-        Format::Hex
-    };
-    if args.count.is_none() && !args.raw {
-        clap::Error::raw(
-            clap::error::ErrorKind::MissingRequiredArgument,
-            "COUNT is required with --hex and --base64 (only --raw streams without one)\n",
-        )
-        .with_cmd(&<Args as clap::CommandFactory>::command())
-        .exit();
-    }
-    match run(format, args.count) {
+    let request = args::parse_from(std::env::args_os()).unwrap_or_else(|e| e.exit());
+    match run(request.format, request.count) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         Err(e) => {
