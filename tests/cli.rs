@@ -25,6 +25,7 @@ fn hex_lengths() {
         (32, 64),
         (1000, 2000),
         (100_000, 200_000),
+        (1_600_000, 3_200_000),
     ] {
         let out = fkrng(&["--hex", &n.to_string()]);
         assert!(out.status.success());
@@ -56,6 +57,7 @@ fn base64_lengths() {
         (48, 64),
         (49, 68),
         (100_000, 133_336),
+        (1_600_000, 2_133_336),
     ] {
         let out = fkrng(&["--base64", &n.to_string()]);
         assert!(out.status.success());

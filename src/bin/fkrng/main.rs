@@ -21,7 +21,7 @@ use std::process::ExitCode;
 
 /// Random bytes written in chunks of this many raw bytes (a multiple of 3 for base64 and
 /// of 64 for the generator's direct path).
-const CHUNK: usize = 48 * 1024;
+const CHUNK: usize = 768 * 1024;
 
 fn main() -> ExitCode {
     let request = args::parse_from(std::env::args_os()).unwrap_or_else(|e| e.exit());
