@@ -377,6 +377,22 @@ mod tests {
         fail: bool,
     }
 
+    impl FakeOs {
+        fn working() -> Self {
+            FakeOs {
+                calls: 0,
+                fail: false,
+            }
+        }
+
+        fn failing() -> Self {
+            FakeOs {
+                calls: 0,
+                fail: true,
+            }
+        }
+    }
+
     impl Entropy for FakeOs {
         fn fill(&mut self, dest: &mut [u8]) -> Result<(), Error> {
             if self.fail {
@@ -407,10 +423,7 @@ mod tests {
     #[test]
     fn first_read_seeds_once_and_budget_is_in_range() {
         let mut st = ThreadState::zeroed();
-        let mut os = FakeOs {
-            calls: 0,
-            fail: false,
-        };
+        let mut os = FakeOs::working();
         let clock = FakeClock(Cell::new(5));
         read(&mut st, 16, &mut os, &clock);
         assert_eq!(os.calls, 1);
@@ -423,10 +436,7 @@ mod tests {
     #[test]
     fn byte_budget_triggers_reseed_at_a_refill() {
         let mut st = ThreadState::zeroed();
-        let mut os = FakeOs {
-            calls: 0,
-            fail: false,
-        };
+        let mut os = FakeOs::working();
         let clock = FakeClock(Cell::new(0));
         read(&mut st, 16, &mut os, &clock);
         let budget = st.life.budget;
@@ -448,10 +458,7 @@ mod tests {
     #[test]
     fn sixty_seconds_trigger_reseed_only_at_refill() {
         let mut st = ThreadState::zeroed();
-        let mut os = FakeOs {
-            calls: 0,
-            fail: false,
-        };
+        let mut os = FakeOs::working();
         let clock = FakeClock(Cell::new(1_000));
         read(&mut st, 16, &mut os, &clock);
         clock.0.set(1_000 + RESEED_INTERVAL_NS - 1);
@@ -467,10 +474,7 @@ mod tests {
     #[test]
     fn failed_periodic_reseed_keeps_key_and_retries() {
         let mut st = ThreadState::zeroed();
-        let mut os = FakeOs {
-            calls: 0,
-            fail: false,
-        };
+        let mut os = FakeOs::working();
         let clock = FakeClock(Cell::new(0));
         read(&mut st, 992, &mut os, &clock);
         clock.0.set(RESEED_INTERVAL_NS * 2);
@@ -493,10 +497,7 @@ mod tests {
     #[test]
     fn unseeded_state_with_failing_os_emits_nothing() {
         let mut st = ThreadState::zeroed();
-        let mut os = FakeOs {
-            calls: 0,
-            fail: true,
-        };
+        let mut os = FakeOs::failing();
         let clock = FakeClock(Cell::new(0));
         let mut out = [0u8; 16];
         assert!(st.fill_slow(&mut out, &mut os, &clock).is_err());
@@ -526,10 +527,7 @@ mod tests {
     #[test]
     fn epoch_change_reseeds_before_output_and_failure_is_fatal() {
         let mut st = ThreadState::zeroed();
-        let mut os = FakeOs {
-            calls: 0,
-            fail: false,
-        };
+        let mut os = FakeOs::working();
         let clock = FakeClock(Cell::new(0));
         read(&mut st, 16, &mut os, &clock);
         st.life.epoch = st.life.epoch.wrapping_sub(1); // as if `reseed_all` or a fork ran
@@ -643,10 +641,7 @@ mod tests {
     #[test]
     fn time_is_checked_only_when_keystream_is_made() {
         let mut st = ThreadState::zeroed();
-        let mut os = FakeOs {
-            calls: 0,
-            fail: false,
-        };
+        let mut os = FakeOs::working();
         let clock = FakeClock(Cell::new(0));
         read(&mut st, 16, &mut os, &clock);
         clock.0.set(10 * RESEED_INTERVAL_NS);
@@ -691,10 +686,7 @@ mod tests {
         assert!(a.core.buffer().iter().all(|&x| x == 0), "buffer wiped");
         assert_eq!(a.life.budget, RESEED_MIN_BYTES + 7);
         // The twin that did not reseed serves its old buffer; the reseeded one does not.
-        let mut quiet = FakeOs {
-            calls: 0,
-            fail: true,
-        };
+        let mut quiet = FakeOs::failing();
         let (mut x, mut y) = ([0u8; 64], [0u8; 64]);
         a.fill_slow(&mut x, &mut quiet, &clock).unwrap();
         b.fill_slow(&mut y, &mut quiet, &clock).unwrap();
@@ -704,10 +696,7 @@ mod tests {
     #[test]
     fn failed_reseed_keeps_key_and_buffer() {
         let mut st = ThreadState::zeroed();
-        let mut os = FakeOs {
-            calls: 0,
-            fail: false,
-        };
+        let mut os = FakeOs::working();
         let clock = FakeClock(Cell::new(0));
         read(&mut st, 16, &mut os, &clock);
         let key = *st.core.key();
@@ -859,10 +848,7 @@ mod tests {
         // An unseeded state and an OS source that fails: nothing to produce, so no error
         // and no OS read.
         let mut st = ThreadState::zeroed();
-        let mut os = FakeOs {
-            calls: 0,
-            fail: true,
-        };
+        let mut os = FakeOs::failing();
         assert_eq!(
             st.fill_slow(&mut [], &mut os, &FakeClock(Cell::new(0))),
             Ok(())
