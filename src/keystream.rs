@@ -93,18 +93,43 @@ pub(crate) fn refill_in_place(blocks: &mut [Block; 16]) {
         zeroize::Zeroize::zeroize(&mut words);
         return;
     }
-    let mut cipher = ChaCha20LegacyCore::new(key.into(), &[0u8; 8].into());
-    // The keystream overwrites the old key in place: no copy of it is made besides the
-    // cipher's state, which is zeroized by its `Drop`.
-    cipher.write_keystream_blocks(Array::cast_slice_from_core_mut(blocks));
+    {
+        let mut cipher = ChaCha20LegacyCore::new(key.into(), &[0u8; 8].into());
+        // The keystream overwrites the old key in place: no copy of it is made besides the
+        // cipher's state, which is zeroized by its `Drop`.
+        cipher.write_keystream_blocks(Array::cast_slice_from_core_mut(blocks));
+    }
+    scrub_stack();
 }
 
 /// The `chacha20` crate's cipher (its SSE2/AVX2/AVX-512/NEON/portable backends).
 fn with_crate(key: &[u8; KEY_LEN], counter: u64, out: &mut [Block]) {
-    let mut cipher = ChaCha20LegacyCore::new(key.into(), &[0u8; 8].into());
-    cipher.set_block_pos(counter);
-    cipher.write_keystream_blocks(Array::cast_slice_from_core_mut(out));
-    // `cipher` is zeroized by its `Drop`.
+    {
+        let mut cipher = ChaCha20LegacyCore::new(key.into(), &[0u8; 8].into());
+        cipher.set_block_pos(counter);
+        cipher.write_keystream_blocks(Array::cast_slice_from_core_mut(out));
+        // `cipher` is zeroized by its `Drop`.
+    }
+    scrub_stack();
+}
+
+/// Bytes of stack below the caller's frame that [`scrub_stack`] overwrites: more than the
+/// deepest frame of the `chacha20` crate's backends (the AVX-512 one keeps 16 blocks of state
+/// in 1 KiB of vectors, plus spills).
+const SCRUB_BYTES: usize = 4096;
+
+/// Overwrites the stack just below the caller's frame with zeros.
+///
+/// The `chacha20` crate's backends copy the cipher state (the key words among them) into
+/// their own frames and spill vector registers there; those frames are dead but intact after
+/// the call returns, and a key found there would recompute the batch it produced and every
+/// key after it. Calling this right after the cipher reuses the same stack area for one
+/// zeroed array, which `black_box` keeps the compiler from eliding: one `memset` of 4 KiB
+/// per refill or direct fill (tens of nanoseconds). `tests/residue.rs` checks the result.
+#[inline(never)]
+fn scrub_stack() {
+    let mut area = [0u64; SCRUB_BYTES / 8];
+    core::hint::black_box(&mut area);
 }
 
 #[cfg(all(target_arch = "x86_64", feature = "std"))]
