@@ -52,6 +52,28 @@ cargo build --all-features --quiet --example memcheck --bin fkrng
 [[ ${#tests[@]} -gt 0 ]] || { echo "no test binaries found" >&2; exit 1; }
 
 for t in "${tests[@]}"; do
+    case "$(basename "$t")" in
+    signal-*)
+        # The timer-signal storm test: under valgrind 3.19 the process is killed by
+        # SIGALRM (exit 142) instead of running the test's handler, so this test runs
+        # natively only (in `cargo test`).
+        echo "== valgrind $(basename "$t"): skipped (timer signals under valgrind)"
+        continue
+        ;;
+    fork-*)
+        # Makes children with raw clone(2) system calls, whose flags valgrind does not
+        # support (the child exits with status 1 before the test's code runs); runs
+        # natively in `cargo test`. examples/memcheck.rs covers a fork under valgrind.
+        echo "== valgrind $(basename "$t"): skipped (raw clone under valgrind)"
+        continue
+        ;;
+    rustls-*)
+        # ring's AES-GCM assembly trips memcheck's uninitialised-value check inside ring
+        # (ring::bb::verify_slices_are_equal), not in fkrng; runs natively in `cargo test`.
+        echo "== valgrind $(basename "$t"): skipped (ring's assembly under memcheck)"
+        continue
+        ;;
+    esac
     echo "== valgrind $(basename "$t") ${skip[*]:-}"
     "${VG[@]}" "$t" -q "${skip[@]}" 2>&1 | grep -vE '^$|^running [0-9]+ tests?$|^\.+$'
 done
