@@ -1,22 +1,26 @@
-//! ChaCha20 keystream blocks for refills and direct fills: an eight-block AVX2 kernel on
-//! x86-64 CPUs that have AVX2 (detected at run time), the `chacha20` crate everywhere else
-//! (and, in builds with `--cfg chacha20_avx512`, on CPUs with AVX-512, where the crate's
-//! AVX-512 backend is the faster one).
+//! ChaCha20 keystream blocks for refills and direct fills: fkrng's own kernels on x86-64
+//! (a sixteen-block AVX-512 kernel on CPUs with AVX-512F, an eight-block AVX2 kernel on CPUs
+//! with AVX2, both detected at run time) and the `chacha20` crate everywhere else and for
+//! what the kernels leave over (fewer than eight blocks, or a block counter that would carry
+//! into its high word).
 //!
-//! The kernel computes eight consecutive blocks at once in the "one word of eight blocks per
-//! register" layout: sixteen 256-bit registers hold word `i` of blocks `n..n + 8`, so every
-//! quarter round is plain lane-wise adds, xors and rotations with no shuffling between the
-//! column and diagonal rounds, and the results are transposed once into block order at the
-//! end. The `chacha20` crate's AVX2 backend keeps two blocks per register and shuffles the
-//! rows every half round, which costs about half again as much per byte. Both produce the
-//! ChaCha20 keystream of D. J. Bernstein's original definition (RFC 8439's block function,
-//! 64-bit block counter in words 12-13, 64-bit nonce in words 14-15, here always zero);
-//! `tests/kat.rs` checks refills and direct fills against an independent implementation and
-//! the unit tests below check the kernel against the `chacha20` crate.
+//! The kernels compute consecutive blocks at once in the "one word of every block per
+//! register" layout: sixteen vector registers hold word `i` of blocks `n..n + 16` (AVX-512,
+//! `keystream/avx512.rs`) or `n..n + 8` (AVX2, `keystream/avx2.rs`), so every quarter round is
+//! plain lane-wise adds, xors and rotations with no shuffling between the column and diagonal
+//! rounds, and the results are transposed once into block order at the end. A refill (16
+//! blocks) is one AVX-512 pass. The `chacha20` crate's AVX2 backend keeps two blocks per
+//! register and shuffles the rows every half round, which costs about half again as much per
+//! byte. All produce the ChaCha20 keystream of D. J. Bernstein's original definition (RFC
+//! 8439's block function, 64-bit block counter in words 12-13, 64-bit nonce in words 14-15,
+//! here always zero); `tests/kat.rs` checks refills and direct fills against an independent
+//! implementation and the unit tests below check each kernel against the `chacha20` crate.
 //!
-//! ChaCha is add-rotate-xor only, so the kernel runs in constant time like the crate's
-//! backends. Like them, it leaves key-derived values in vector registers and possibly in
-//! spilled stack slots (see docs/DESIGN.md, threat model).
+//! ChaCha is add-rotate-xor only, so the kernels run in constant time like the crate's
+//! backends. After every kernel or crate call the stack area the call used is zeroed
+//! ([`scrub_stack`]), so no spilled key word outlives the refill; key-derived values can
+//! remain in vector registers until later code reuses them (see docs/DESIGN.md, threat
+//! model).
 
 use crate::generator::{BLOCK_LEN, KEY_LEN};
 use chacha20::ChaCha20LegacyCore;
@@ -26,28 +30,70 @@ use chacha20::cipher::{KeyIvInit, StreamCipherCore};
 /// One keystream block.
 pub(crate) type Block = [u8; BLOCK_LEN];
 
+/// "expand 32-byte k" as four little-endian words (RFC 8439, section 2.3).
+#[cfg(all(target_arch = "x86_64", feature = "std"))]
+const SIGMA: [u32; 4] = [0x6170_7865, 0x3320_646e, 0x7962_2d32, 0x6b20_6574];
+
+/// The key as eight little-endian words, the kernels' input.
+#[cfg(all(target_arch = "x86_64", feature = "std"))]
+#[inline(always)]
+fn key_words(key: &[u8; KEY_LEN]) -> [u32; 8] {
+    core::array::from_fn(|i| {
+        u32::from_le_bytes(*key[4 * i..].first_chunk().expect("4 bytes of the key"))
+    })
+}
+
+/// Whether blocks `counter..counter + blocks` keep the high counter word (word 13) fixed:
+/// the kernels add lane offsets to the low word only.
+#[cfg(all(target_arch = "x86_64", feature = "std"))]
+#[inline(always)]
+fn low_counter_fits(counter: u64, blocks: usize) -> bool {
+    counter.saturating_add(blocks as u64) <= 1 << 32
+}
+
 /// Writes keystream blocks `counter..counter + out.len()` under `key` (nonce zero) to `out`.
 #[inline]
 pub(crate) fn write_blocks(key: &[u8; KEY_LEN], counter: u64, out: &mut [Block]) {
     #[cfg(all(target_arch = "x86_64", feature = "std"))]
-    let (counter, out) = {
-        // Whole passes of the kernel first; the rest (fewer than 8 blocks) below.
-        let whole = out.len() - out.len() % avx2::LANES;
-        let (head, rest) = out.split_at_mut(whole);
-        if avx2::usable(counter, head.len()) {
-            let mut words = avx2::key_words(key);
-            // SAFETY: `usable` checked at run time that the CPU has AVX2, that `head` is
-            // whole passes, and that the block counter does not pass 2^32 within it.
-            unsafe { avx2::write_blocks(&words, counter, head) };
-            zeroize::Zeroize::zeroize(&mut words);
-            (counter + whole as u64, rest)
-        } else {
-            (counter, out)
-        }
-    };
+    let (counter, out) = with_kernels(key, counter, out);
     if !out.is_empty() {
         with_crate(key, counter, out);
     }
+}
+
+/// Writes the longest prefix of `out` that whole kernel passes can cover (16-block AVX-512
+/// passes first, then 8-block AVX2 passes), and returns the counter and blocks left over
+/// for the crate: fewer than 8 blocks, or all of them on a CPU without AVX2 or where the
+/// low counter word would carry.
+#[cfg(all(target_arch = "x86_64", feature = "std"))]
+#[inline]
+fn with_kernels<'a>(
+    key: &[u8; KEY_LEN],
+    mut counter: u64,
+    mut out: &'a mut [Block],
+) -> (u64, &'a mut [Block]) {
+    let mut words = key_words(key);
+    let whole = out.len() - out.len() % avx512::LANES;
+    if avx512::usable(counter, whole) {
+        let (head, rest) = core::mem::take(&mut out).split_at_mut(whole);
+        // SAFETY: `usable` checked at run time that the CPU has AVX-512F, that `head` is
+        // whole passes, and that the block counter does not pass 2^32 within it.
+        unsafe { avx512::write_blocks(&words, counter, head) };
+        scrub_stack::<KERNEL_SCRUB_BYTES>();
+        counter += whole as u64;
+        out = rest;
+    }
+    let whole = out.len() - out.len() % avx2::LANES;
+    if avx2::usable(counter, whole) {
+        let (head, rest) = core::mem::take(&mut out).split_at_mut(whole);
+        // SAFETY: as above, for AVX2 and 8-block passes.
+        unsafe { avx2::write_blocks(&words, counter, head) };
+        scrub_stack::<KERNEL_SCRUB_BYTES>();
+        counter += whole as u64;
+        out = rest;
+    }
+    zeroize::Zeroize::zeroize(&mut words);
+    (counter, out)
 }
 
 /// Writes the keystream from the start of block `counter` on into `out`, any number of bytes:
@@ -83,23 +129,36 @@ pub(crate) const PASS: usize = 8;
 /// bytes of `blocks` (the key is read before anything is written).
 #[inline]
 pub(crate) fn refill_in_place(blocks: &mut [Block; 16]) {
-    let key: &[u8; KEY_LEN] = blocks[0].first_chunk().expect("a block holds a key");
     #[cfg(all(target_arch = "x86_64", feature = "std"))]
-    if avx2::usable(0, blocks.len()) {
-        let mut words = avx2::key_words(key);
-        // SAFETY: as in `write_blocks`; the key is copied to `words` before the kernel
-        // writes over `blocks`.
-        unsafe { avx2::write_blocks(&words, 0, blocks) };
+    {
+        let mut words = key_words(blocks[0].first_chunk().expect("a block holds a key"));
+        // The key is now in `words`, so the kernels may write over `blocks`.
+        let done = if avx512::usable(0, blocks.len()) {
+            // SAFETY: `usable` checked at run time that the CPU has AVX-512F; 16 blocks
+            // from counter 0 are one whole pass below 2^32.
+            unsafe { avx512::write_blocks(&words, 0, blocks) };
+            true
+        } else if avx2::usable(0, blocks.len()) {
+            // SAFETY: as above, for AVX2 (two 8-block passes).
+            unsafe { avx2::write_blocks(&words, 0, blocks) };
+            true
+        } else {
+            false
+        };
         zeroize::Zeroize::zeroize(&mut words);
-        return;
+        if done {
+            scrub_stack::<KERNEL_SCRUB_BYTES>();
+            return;
+        }
     }
     {
+        let key: &[u8; KEY_LEN] = blocks[0].first_chunk().expect("a block holds a key");
         let mut cipher = ChaCha20LegacyCore::new(key.into(), &[0u8; 8].into());
         // The keystream overwrites the old key in place: no copy of it is made besides the
         // cipher's state, which is zeroized by its `Drop`.
         cipher.write_keystream_blocks(Array::cast_slice_from_core_mut(blocks));
     }
-    scrub_stack();
+    scrub_stack::<CRATE_SCRUB_BYTES>();
 }
 
 /// The `chacha20` crate's cipher (its SSE2/AVX2/AVX-512/NEON/portable backends).
@@ -110,206 +169,39 @@ fn with_crate(key: &[u8; KEY_LEN], counter: u64, out: &mut [Block]) {
         cipher.write_keystream_blocks(Array::cast_slice_from_core_mut(out));
         // `cipher` is zeroized by its `Drop`.
     }
-    scrub_stack();
+    scrub_stack::<CRATE_SCRUB_BYTES>();
 }
 
-/// Bytes of stack below the caller's frame that [`scrub_stack`] overwrites: more than the
-/// deepest frame of the `chacha20` crate's backends (the AVX-512 one keeps 16 blocks of state
-/// in 1 KiB of vectors, plus spills).
-const SCRUB_BYTES: usize = 4096;
+/// Bytes of stack below the caller's frame that [`scrub_stack`] overwrites after the
+/// `chacha20` crate's cipher: more than the deepest frame of its backends (the AVX-512 one
+/// keeps 16 blocks of state in 1 KiB of vectors, plus spills).
+const CRATE_SCRUB_BYTES: usize = 4096;
 
-/// Overwrites the stack just below the caller's frame with zeros.
+/// Bytes overwritten after fkrng's own kernels: twice the deepest frame they use (the AVX2
+/// kernel, which has 16 vector registers for 16 state words and so spills about 450 bytes;
+/// the AVX-512 kernel keeps everything in its 32 registers and needs no frame).
+#[cfg(all(target_arch = "x86_64", feature = "std"))]
+const KERNEL_SCRUB_BYTES: usize = 1024;
+
+/// Overwrites `BYTES` bytes of the stack just below the caller's frame with zeros.
 ///
-/// The `chacha20` crate's backends copy the cipher state (the key words among them) into
-/// their own frames and spill vector registers there; those frames are dead but intact after
-/// the call returns, and a key found there would recompute the batch it produced and every
-/// key after it. Calling this right after the cipher reuses the same stack area for one
-/// zeroed array, which `black_box` keeps the compiler from eliding: one `memset` of 4 KiB
-/// per refill or direct fill (tens of nanoseconds). `tests/residue.rs` checks the result.
+/// Cipher code copies the state (the key words among them) into its own frame and spills
+/// vector registers there; that frame is dead but intact after the call returns, and a key
+/// word found there would help recompute the batch it produced and every key after it.
+/// Called right after the cipher, from the same frame, this reuses the same stack area for
+/// one zeroed array, which `black_box` keeps the compiler from eliding: one `memset` per
+/// refill or direct fill (1 KiB after the kernels, 4 KiB after the crate).
+/// `tests/residue.rs` checks the result.
 #[inline(never)]
-fn scrub_stack() {
-    let mut area = [0u64; SCRUB_BYTES / 8];
+fn scrub_stack<const BYTES: usize>() {
+    let mut area = [0u8; BYTES];
     core::hint::black_box(&mut area);
 }
 
 #[cfg(all(target_arch = "x86_64", feature = "std"))]
-mod avx2 {
-    use super::{Block, KEY_LEN};
-    use core::arch::x86_64::*;
-
-    /// Blocks per kernel pass.
-    pub(super) const LANES: usize = super::PASS;
-
-    /// "expand 32-byte k" as four little-endian words.
-    const SIGMA: [u32; 4] = [0x6170_7865, 0x3320_646e, 0x7962_2d32, 0x6b20_6574];
-
-    /// Whether the kernel may write `blocks` blocks from `counter` on: AVX2 present, a whole
-    /// number of passes, and no carry out of the low counter word (the kernel adds lane
-    /// offsets to word 12 only).
-    ///
-    /// Built with `--cfg chacha20_avx512` on a CPU with AVX-512F and AVX-512VL, the kernel
-    /// steps aside for the `chacha20` crate's AVX-512 backend, which is faster still.
-    #[inline(always)]
-    pub(super) fn usable(counter: u64, blocks: usize) -> bool {
-        blocks.is_multiple_of(LANES)
-            && blocks > 0
-            && counter.saturating_add(blocks as u64) <= 1 << 32
-            && std::arch::is_x86_feature_detected!("avx2")
-            && !crate_has_avx512()
-    }
-
-    #[inline(always)]
-    fn crate_has_avx512() -> bool {
-        #[cfg(chacha20_avx512)]
-        {
-            std::arch::is_x86_feature_detected!("avx512f")
-                && std::arch::is_x86_feature_detected!("avx512vl")
-        }
-        #[cfg(not(chacha20_avx512))]
-        {
-            false
-        }
-    }
-
-    #[inline(always)]
-    pub(super) fn key_words(key: &[u8; KEY_LEN]) -> [u32; 8] {
-        core::array::from_fn(|i| {
-            u32::from_le_bytes(*key[4 * i..].first_chunk().expect("4 bytes of the key"))
-        })
-    }
-
-    #[target_feature(enable = "avx2")]
-    #[inline]
-    fn splat(w: u32) -> __m256i {
-        _mm256_set1_epi32(w as i32)
-    }
-
-    #[target_feature(enable = "avx2")]
-    #[inline]
-    fn rotl<const L: i32, const R: i32>(x: __m256i) -> __m256i {
-        _mm256_or_si256(_mm256_slli_epi32::<L>(x), _mm256_srli_epi32::<R>(x))
-    }
-
-    /// A byte shuffle that rotates every 32-bit lane left by 16 bits.
-    #[target_feature(enable = "avx2")]
-    #[inline]
-    fn rot16_mask() -> __m256i {
-        _mm256_setr_epi8(
-            2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13, //
-            2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13,
-        )
-    }
-
-    /// A byte shuffle that rotates every 32-bit lane left by 8 bits.
-    #[target_feature(enable = "avx2")]
-    #[inline]
-    fn rot8_mask() -> __m256i {
-        _mm256_setr_epi8(
-            3, 0, 1, 2, 7, 4, 5, 6, 11, 8, 9, 10, 15, 12, 13, 14, //
-            3, 0, 1, 2, 7, 4, 5, 6, 11, 8, 9, 10, 15, 12, 13, 14,
-        )
-    }
-
-    /// The ChaCha quarter round on words `a`, `b`, `c`, `d` of eight blocks.
-    #[target_feature(enable = "avx2")]
-    #[inline]
-    fn quarter(x: &mut [__m256i; 16], [a, b, c, d]: [usize; 4], r16: __m256i, r8: __m256i) {
-        x[a] = _mm256_add_epi32(x[a], x[b]);
-        x[d] = _mm256_shuffle_epi8(_mm256_xor_si256(x[d], x[a]), r16);
-        x[c] = _mm256_add_epi32(x[c], x[d]);
-        x[b] = rotl::<12, 20>(_mm256_xor_si256(x[b], x[c]));
-        x[a] = _mm256_add_epi32(x[a], x[b]);
-        x[d] = _mm256_shuffle_epi8(_mm256_xor_si256(x[d], x[a]), r8);
-        x[c] = _mm256_add_epi32(x[c], x[d]);
-        x[b] = rotl::<7, 25>(_mm256_xor_si256(x[b], x[c]));
-    }
-
-    /// Transposes words `w..w + 8` of the eight blocks in `x` and stores them at byte offset
-    /// `4 * w` (`w` is 0 or 8) of each of the first eight blocks of `out`.
-    #[target_feature(enable = "avx2")]
-    #[inline]
-    fn store_half(x: &[__m256i; 16], w: usize, out: &mut [Block]) {
-        let t0 = _mm256_unpacklo_epi32(x[w], x[w + 1]);
-        let t1 = _mm256_unpackhi_epi32(x[w], x[w + 1]);
-        let t2 = _mm256_unpacklo_epi32(x[w + 2], x[w + 3]);
-        let t3 = _mm256_unpackhi_epi32(x[w + 2], x[w + 3]);
-        let t4 = _mm256_unpacklo_epi32(x[w + 4], x[w + 5]);
-        let t5 = _mm256_unpackhi_epi32(x[w + 4], x[w + 5]);
-        let t6 = _mm256_unpacklo_epi32(x[w + 6], x[w + 7]);
-        let t7 = _mm256_unpackhi_epi32(x[w + 6], x[w + 7]);
-        // u[k] holds words w..w+4 of block k (low half) and of block k + 4 (high half);
-        // v[k] the same for words w+4..w+8.
-        let u = [
-            _mm256_unpacklo_epi64(t0, t2),
-            _mm256_unpackhi_epi64(t0, t2),
-            _mm256_unpacklo_epi64(t1, t3),
-            _mm256_unpackhi_epi64(t1, t3),
-        ];
-        let v = [
-            _mm256_unpacklo_epi64(t4, t6),
-            _mm256_unpackhi_epi64(t4, t6),
-            _mm256_unpacklo_epi64(t5, t7),
-            _mm256_unpackhi_epi64(t5, t7),
-        ];
-        let (first, second) = out[..LANES].split_at_mut(4);
-        let at = 4 * w;
-        for k in 0..4 {
-            let lo = _mm256_permute2x128_si256::<0x20>(u[k], v[k]);
-            let hi = _mm256_permute2x128_si256::<0x31>(u[k], v[k]);
-            let dst_lo: &mut [u8; 32] = first[k][at..].first_chunk_mut().expect("32 bytes");
-            let dst_hi: &mut [u8; 32] = second[k][at..].first_chunk_mut().expect("32 bytes");
-            // SAFETY: each destination is a 32-byte array borrowed mutably, the size of one
-            // unaligned 256-bit store.
-            unsafe {
-                _mm256_storeu_si256(dst_lo.as_mut_ptr().cast(), lo);
-                _mm256_storeu_si256(dst_hi.as_mut_ptr().cast(), hi);
-            }
-        }
-    }
-
-    /// Writes keystream blocks `counter..counter + out.len()` under the key `key`.
-    ///
-    /// # Safety
-    /// The CPU must support AVX2; `out.len()` must be a multiple of 8 and `counter +
-    /// out.len()` at most 2^32 (see [`usable`]).
-    #[target_feature(enable = "avx2")]
-    pub(super) unsafe fn write_blocks(key: &[u32; 8], counter: u64, out: &mut [Block]) {
-        debug_assert!(out.len().is_multiple_of(LANES) && counter + out.len() as u64 <= 1 << 32);
-        let r16 = rot16_mask();
-        let r8 = rot8_mask();
-        let mut init = [_mm256_setzero_si256(); 16];
-        for i in 0..4 {
-            init[i] = splat(SIGMA[i]);
-        }
-        for i in 0..8 {
-            init[4 + i] = splat(key[i]);
-        }
-        // Words 13 (counter high), 14 and 15 (nonce) stay zero: `counter + 8 <= 2^32`.
-        let lane_offsets = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-        let mut low = counter as u32;
-        for pass in out.chunks_exact_mut(LANES) {
-            init[12] = _mm256_add_epi32(splat(low), lane_offsets);
-            let mut x = init;
-            for _ in 0..10 {
-                // Columns, then diagonals (RFC 8439, section 2.3).
-                quarter(&mut x, [0, 4, 8, 12], r16, r8);
-                quarter(&mut x, [1, 5, 9, 13], r16, r8);
-                quarter(&mut x, [2, 6, 10, 14], r16, r8);
-                quarter(&mut x, [3, 7, 11, 15], r16, r8);
-                quarter(&mut x, [0, 5, 10, 15], r16, r8);
-                quarter(&mut x, [1, 6, 11, 12], r16, r8);
-                quarter(&mut x, [2, 7, 8, 13], r16, r8);
-                quarter(&mut x, [3, 4, 9, 14], r16, r8);
-            }
-            for i in 0..16 {
-                x[i] = _mm256_add_epi32(x[i], init[i]);
-            }
-            store_half(&x, 0, pass);
-            store_half(&x, 8, pass);
-            low = low.wrapping_add(LANES as u32);
-        }
-    }
-}
+mod avx2;
+#[cfg(all(target_arch = "x86_64", feature = "std"))]
+mod avx512;
 
 #[cfg(test)]
 mod tests {
@@ -321,7 +213,18 @@ mod tests {
         out
     }
 
-    /// The kernel itself (whatever `write_blocks` would pick on this CPU and build).
+    /// Keys and starting counters for the kernel tests: counter 0 (refills), small ones,
+    /// and the highest that still fits below 2^32.
+    #[cfg(all(target_arch = "x86_64", feature = "std"))]
+    fn kernel_cases() -> impl Iterator<Item = ([u8; KEY_LEN], u64)> {
+        (0..32u8).map(|round| {
+            let key: [u8; KEY_LEN] = core::array::from_fn(|i| round.wrapping_mul(29) ^ i as u8);
+            let counter = [0u64, 16, 1 << 20, (1 << 32) - 32][usize::from(round % 4)];
+            (key, counter)
+        })
+    }
+
+    /// The AVX2 kernel itself, two passes.
     #[cfg(all(target_arch = "x86_64", feature = "std"))]
     #[test]
     fn avx2_kernel_matches_the_chacha20_crate() {
@@ -329,15 +232,29 @@ mod tests {
             eprintln!("no AVX2 on this CPU: kernel not tested");
             return;
         }
-        for round in 0..32u8 {
-            let key: [u8; KEY_LEN] = core::array::from_fn(|i| round.wrapping_mul(29) ^ i as u8);
-            let words = avx2::key_words(&key);
-            let counter = [0u64, 8, 1 << 20, (1 << 32) - 16][usize::from(round % 4)];
+        for (key, counter) in kernel_cases() {
             let mut got = vec![[0u8; BLOCK_LEN]; 16];
             // SAFETY: AVX2 was detected above; 16 blocks are two whole passes and
             // `counter + 16 <= 2^32`.
-            unsafe { avx2::write_blocks(&words, counter, &mut got) };
-            assert_eq!(got, reference(&key, counter, 16), "round {round}");
+            unsafe { avx2::write_blocks(&key_words(&key), counter, &mut got) };
+            assert_eq!(got, reference(&key, counter, 16), "counter {counter}");
+        }
+    }
+
+    /// The AVX-512 kernel itself, two passes.
+    #[cfg(all(target_arch = "x86_64", feature = "std"))]
+    #[test]
+    fn avx512_kernel_matches_the_chacha20_crate() {
+        if !std::arch::is_x86_feature_detected!("avx512f") {
+            eprintln!("no AVX-512F on this CPU: kernel not tested");
+            return;
+        }
+        for (key, counter) in kernel_cases() {
+            let mut got = vec![[0u8; BLOCK_LEN]; 32];
+            // SAFETY: AVX-512F was detected above; 32 blocks are two whole passes and
+            // `counter + 32 <= 2^32`.
+            unsafe { avx512::write_blocks(&key_words(&key), counter, &mut got) };
+            assert_eq!(got, reference(&key, counter, 32), "counter {counter}");
         }
     }
 
@@ -352,7 +269,7 @@ mod tests {
                     ^ 0xa5;
             }
             let counter = [0u64, 8, 16, 1 << 20, (1 << 32) - 64][round as usize % 5];
-            for blocks in [8usize, 16, 24, 64] {
+            for blocks in [8usize, 16, 24, 40, 64, 72] {
                 let mut got = vec![[0u8; BLOCK_LEN]; blocks];
                 write_blocks(&key, counter, &mut got);
                 assert_eq!(

@@ -1,0 +1,150 @@
+//! The eight-block AVX2 kernel: word `i` of blocks `n..n + 8` in one 256-bit register.
+
+use super::{Block, SIGMA};
+use core::arch::x86_64::*;
+
+/// Blocks per kernel pass: 8 (512 bytes).
+pub(super) const LANES: usize = 8;
+
+/// Whether the kernel may write `blocks` blocks from `counter` on: AVX2 present, a whole
+/// number of passes, and no carry out of the low counter word (the kernel adds lane
+/// offsets to word 12 only).
+#[inline(always)]
+pub(super) fn usable(counter: u64, blocks: usize) -> bool {
+    blocks.is_multiple_of(LANES)
+        && blocks > 0
+        && super::low_counter_fits(counter, blocks)
+        && std::arch::is_x86_feature_detected!("avx2")
+}
+
+#[target_feature(enable = "avx2")]
+#[inline]
+fn splat(w: u32) -> __m256i {
+    _mm256_set1_epi32(w as i32)
+}
+
+#[target_feature(enable = "avx2")]
+#[inline]
+fn rotl<const L: i32, const R: i32>(x: __m256i) -> __m256i {
+    _mm256_or_si256(_mm256_slli_epi32::<L>(x), _mm256_srli_epi32::<R>(x))
+}
+
+/// A byte shuffle that rotates every 32-bit lane left by 16 bits.
+#[target_feature(enable = "avx2")]
+#[inline]
+fn rot16_mask() -> __m256i {
+    _mm256_setr_epi8(
+        2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13, //
+        2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13,
+    )
+}
+
+/// A byte shuffle that rotates every 32-bit lane left by 8 bits.
+#[target_feature(enable = "avx2")]
+#[inline]
+fn rot8_mask() -> __m256i {
+    _mm256_setr_epi8(
+        3, 0, 1, 2, 7, 4, 5, 6, 11, 8, 9, 10, 15, 12, 13, 14, //
+        3, 0, 1, 2, 7, 4, 5, 6, 11, 8, 9, 10, 15, 12, 13, 14,
+    )
+}
+
+/// The ChaCha quarter round on words `a`, `b`, `c`, `d` of eight blocks.
+#[target_feature(enable = "avx2")]
+#[inline]
+fn quarter(x: &mut [__m256i; 16], [a, b, c, d]: [usize; 4], r16: __m256i, r8: __m256i) {
+    x[a] = _mm256_add_epi32(x[a], x[b]);
+    x[d] = _mm256_shuffle_epi8(_mm256_xor_si256(x[d], x[a]), r16);
+    x[c] = _mm256_add_epi32(x[c], x[d]);
+    x[b] = rotl::<12, 20>(_mm256_xor_si256(x[b], x[c]));
+    x[a] = _mm256_add_epi32(x[a], x[b]);
+    x[d] = _mm256_shuffle_epi8(_mm256_xor_si256(x[d], x[a]), r8);
+    x[c] = _mm256_add_epi32(x[c], x[d]);
+    x[b] = rotl::<7, 25>(_mm256_xor_si256(x[b], x[c]));
+}
+
+/// Transposes words `w..w + 8` of the eight blocks in `x` and stores them at byte offset
+/// `4 * w` (`w` is 0 or 8) of each of the first eight blocks of `out`.
+#[target_feature(enable = "avx2")]
+#[inline]
+fn store_half(x: &[__m256i; 16], w: usize, out: &mut [Block]) {
+    let t0 = _mm256_unpacklo_epi32(x[w], x[w + 1]);
+    let t1 = _mm256_unpackhi_epi32(x[w], x[w + 1]);
+    let t2 = _mm256_unpacklo_epi32(x[w + 2], x[w + 3]);
+    let t3 = _mm256_unpackhi_epi32(x[w + 2], x[w + 3]);
+    let t4 = _mm256_unpacklo_epi32(x[w + 4], x[w + 5]);
+    let t5 = _mm256_unpackhi_epi32(x[w + 4], x[w + 5]);
+    let t6 = _mm256_unpacklo_epi32(x[w + 6], x[w + 7]);
+    let t7 = _mm256_unpackhi_epi32(x[w + 6], x[w + 7]);
+    // u[k] holds words w..w+4 of block k (low half) and of block k + 4 (high half);
+    // v[k] the same for words w+4..w+8.
+    let u = [
+        _mm256_unpacklo_epi64(t0, t2),
+        _mm256_unpackhi_epi64(t0, t2),
+        _mm256_unpacklo_epi64(t1, t3),
+        _mm256_unpackhi_epi64(t1, t3),
+    ];
+    let v = [
+        _mm256_unpacklo_epi64(t4, t6),
+        _mm256_unpackhi_epi64(t4, t6),
+        _mm256_unpacklo_epi64(t5, t7),
+        _mm256_unpackhi_epi64(t5, t7),
+    ];
+    let (first, second) = out[..LANES].split_at_mut(4);
+    let at = 4 * w;
+    for k in 0..4 {
+        let lo = _mm256_permute2x128_si256::<0x20>(u[k], v[k]);
+        let hi = _mm256_permute2x128_si256::<0x31>(u[k], v[k]);
+        let dst_lo: &mut [u8; 32] = first[k][at..].first_chunk_mut().expect("32 bytes");
+        let dst_hi: &mut [u8; 32] = second[k][at..].first_chunk_mut().expect("32 bytes");
+        // SAFETY: each destination is a 32-byte array borrowed mutably, the size of one
+        // unaligned 256-bit store.
+        unsafe {
+            _mm256_storeu_si256(dst_lo.as_mut_ptr().cast(), lo);
+            _mm256_storeu_si256(dst_hi.as_mut_ptr().cast(), hi);
+        }
+    }
+}
+
+/// Writes keystream blocks `counter..counter + out.len()` under the key `key`.
+///
+/// # Safety
+/// The CPU must support AVX2; `out.len()` must be a multiple of 8 and `counter +
+/// out.len()` at most 2^32 (see [`usable`]).
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn write_blocks(key: &[u32; 8], counter: u64, out: &mut [Block]) {
+    debug_assert!(out.len().is_multiple_of(LANES) && counter + out.len() as u64 <= 1 << 32);
+    let r16 = rot16_mask();
+    let r8 = rot8_mask();
+    let mut init = [_mm256_setzero_si256(); 16];
+    for i in 0..4 {
+        init[i] = splat(SIGMA[i]);
+    }
+    for i in 0..8 {
+        init[4 + i] = splat(key[i]);
+    }
+    // Words 13 (counter high), 14 and 15 (nonce) stay zero: `counter + 8 <= 2^32`.
+    let lane_offsets = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    let mut low = counter as u32;
+    for pass in out.chunks_exact_mut(LANES) {
+        init[12] = _mm256_add_epi32(splat(low), lane_offsets);
+        let mut x = init;
+        for _ in 0..10 {
+            // Columns, then diagonals (RFC 8439, section 2.3).
+            quarter(&mut x, [0, 4, 8, 12], r16, r8);
+            quarter(&mut x, [1, 5, 9, 13], r16, r8);
+            quarter(&mut x, [2, 6, 10, 14], r16, r8);
+            quarter(&mut x, [3, 7, 11, 15], r16, r8);
+            quarter(&mut x, [0, 5, 10, 15], r16, r8);
+            quarter(&mut x, [1, 6, 11, 12], r16, r8);
+            quarter(&mut x, [2, 7, 8, 13], r16, r8);
+            quarter(&mut x, [3, 4, 9, 14], r16, r8);
+        }
+        for i in 0..16 {
+            x[i] = _mm256_add_epi32(x[i], init[i]);
+        }
+        store_half(&x, 0, pass);
+        store_half(&x, 8, pass);
+        low = low.wrapping_add(LANES as u32);
+    }
+}
