@@ -137,25 +137,22 @@ impl Core {
 
     /// The spec's direct path for a request of 992 bytes or more with an empty buffer:
     /// `Z = keystream(K, 32 + n)`, `K = Z[..32]`, `dest = Z[32..]`.
+    ///
+    /// `Z[..1024]` is exactly what a refill computes, so it is computed as one, in place
+    /// (the new key lands where the old one was), and its 992 buffer bytes are moved to the
+    /// front of `dest` and zeroed; blocks 16 on go straight into the rest of `dest`.
     #[inline(never)]
     fn direct_fill(&mut self, dest: &mut [u8]) {
         debug_assert_eq!(self.avail, 0);
         debug_assert!(dest.len() >= BUFFER_LEN);
-        // The cipher's key: the old `K`, copied because block 0 of its keystream replaces it.
+        // The cipher's key for blocks 16 on: the old `K`, which the refill overwrites.
         let mut key = *self.key();
-
-        // Blocks 0..8 through a scratch pass: the next key, then the first 480 output bytes.
-        let mut scratch = [[0u8; BLOCK_LEN]; keystream::PASS];
-        keystream::write_blocks(&key, 0, &mut scratch);
-        let first = scratch.as_flattened();
-        self.key_mut().copy_from_slice(&first[..KEY_LEN]);
-        let (head, rest) = dest.split_at_mut(first.len() - KEY_LEN);
-        head.copy_from_slice(&first[KEY_LEN..]);
-        scratch.as_flattened_mut().zeroize();
-
-        // Block 8 on: whole passes straight into the caller's memory, the last partial pass
-        // through a scratch pass that `write_bytes` wipes.
-        keystream::write_bytes(&key, keystream::PASS as u64, rest);
+        keystream::refill_in_place(&mut self.block);
+        let (head, rest) = dest.split_at_mut(BUFFER_LEN);
+        let buffer = &mut self.block.as_flattened_mut()[KEY_LEN..];
+        head.copy_from_slice(buffer);
+        buffer.zeroize();
+        keystream::write_bytes(&key, REFILL_BLOCKS as u64, rest);
         key.zeroize();
     }
 

@@ -109,21 +109,38 @@ pub(crate) fn write_bytes(key: &[u8; KEY_LEN], counter: u64, out: &mut [u8]) {
         return;
     }
     let mut scratch = [[0u8; BLOCK_LEN]; PASS];
-    // More than two blocks: one whole pass of the kernel costs less than the crate's
-    // one-block-at-a-time tail (and is the crate's own 8-block path where it runs instead).
-    let needed = rest.len().div_ceil(BLOCK_LEN);
-    let computed = if needed > 2 { PASS } else { needed };
-    write_blocks(
+    write_tail(
         key,
         counter.wrapping_add(whole as u64),
-        &mut scratch[..computed],
+        rest.len().div_ceil(BLOCK_LEN),
+        &mut scratch,
     );
     rest.copy_from_slice(&scratch.as_flattened()[..rest.len()]);
     zeroize::Zeroize::zeroize(scratch.as_flattened_mut());
 }
 
-/// Blocks per pass of the kernel (8); `write_bytes` works in these units everywhere.
-pub(crate) const PASS: usize = 8;
+/// Writes at least the first `needed` (1 to 8) of the blocks from `counter` on to
+/// `scratch`: eight through the AVX-512 tail kernel where the CPU has AVX-512F; otherwise
+/// eight through `write_blocks` when more than two are needed (one whole pass of the AVX2
+/// kernel costs less than the crate's one-block-at-a-time tail), else just those blocks.
+#[inline]
+fn write_tail(key: &[u8; KEY_LEN], counter: u64, needed: usize, scratch: &mut [Block; PASS]) {
+    debug_assert!((1..=PASS).contains(&needed));
+    #[cfg(all(target_arch = "x86_64", feature = "std"))]
+    if avx512::few_usable() {
+        let mut words = key_words(key);
+        // SAFETY: `few_usable` checked at run time that the CPU has AVX-512F.
+        unsafe { avx512::write_eight(&words, counter, scratch) };
+        zeroize::Zeroize::zeroize(&mut words);
+        scrub_stack::<KERNEL_SCRUB_BYTES>();
+        return;
+    }
+    let computed = if needed > 2 { PASS } else { needed };
+    write_blocks(key, counter, &mut scratch[..computed]);
+}
+
+/// Blocks per pass of the AVX2 kernel and per tail (8); `write_bytes` works in these units.
+const PASS: usize = 8;
 
 /// Overwrites `blocks` with the 16 keystream blocks 0..16 of the key held in the first 32
 /// bytes of `blocks` (the key is read before anything is written).
@@ -255,6 +272,27 @@ mod tests {
             // `counter + 32 <= 2^32`.
             unsafe { avx512::write_blocks(&key_words(&key), counter, &mut got) };
             assert_eq!(got, reference(&key, counter, 32), "counter {counter}");
+        }
+    }
+
+    /// The AVX-512 tail kernel itself, including counters that carry into the high word.
+    #[cfg(all(target_arch = "x86_64", feature = "std"))]
+    #[test]
+    fn avx512_tail_kernel_matches_the_chacha20_crate() {
+        if !avx512::few_usable() {
+            eprintln!("no AVX-512F on this CPU: tail kernel not tested");
+            return;
+        }
+        for (i, (key, _)) in kernel_cases().enumerate() {
+            let counter = [0u64, 3, 16, (1 << 32) - 5, (1 << 40) + 9, u64::MAX - 20][i % 6];
+            let mut got = [[0u8; BLOCK_LEN]; avx512::FEW];
+            // SAFETY: AVX-512F was detected above.
+            unsafe { avx512::write_eight(&key_words(&key), counter, &mut got) };
+            assert_eq!(
+                got.to_vec(),
+                reference(&key, counter, 8),
+                "counter {counter}"
+            );
         }
     }
 
