@@ -278,7 +278,6 @@ fn threads(c: &mut Criterion) {
     g.finish();
 }
 
-/// Wall time of `iters` rounds of: spawn a thread, let it run `first`, join it.
 /// Total time of the first read in each of `iters` new threads, timed inside the thread
 /// around the read alone: thread creation and joining (tens of microseconds, and the
 /// noisiest part on a virtual machine) are not counted. Thread-exit costs (fkrng wipes and
