@@ -1,12 +1,13 @@
 //! Backtracking resistance in memory: once fkrng has produced keystream, nothing in the
 //! process's writable memory may let an attacker recompute output already handed out.
 //!
-//! - `refills_leave_no_old_key_behind`: a seeded `FkeRng` (running the keystream code the
-//!   thread-local generator runs too) goes through refills. Every key it used before its
-//!   current one is searched for as 32 contiguous bytes and as a *broadcast* of any of its
-//!   eight words: eight equal little-endian words in a row at 4-byte alignment, which is
-//!   what a vector register holding one key word in every lane leaves when it is spilled to
-//!   a stack frame (eight such registers give the key back).
+//! - `refills_leave_no_old_key_behind` and `direct_fills_leave_no_old_key_behind`: a seeded
+//!   `FkeRng` (running the keystream code the thread-local generator runs too) goes through
+//!   refills or direct fills. Every key it used before its current one is searched for as 32
+//!   contiguous bytes and as a *broadcast* of any of its eight words: eight equal
+//!   little-endian words in a row at 4-byte alignment, which is what a vector register
+//!   holding one key word in every lane leaves when it is spilled to a stack frame (eight
+//!   such registers give the key back).
 //! - `one_off_read_leaves_no_key_behind`: after a read served from fresh OS bytes (a
 //!   thread-local destructor after the thread's state was released; the same path serves
 //!   signal handlers that interrupt a read), no 32-byte window may be a ChaCha20 key whose
@@ -569,6 +570,21 @@ fn refills_leave_no_old_key_behind() {
         vec![BUFFER_LEN; 8],
         (0..200).map(|n| 1 + (n * 37) % 61).collect(),
     ]);
+}
+
+/// Direct fills: reads of 992 bytes or more that find the buffer empty, each one batch
+/// written straight into the caller's memory. Their lengths cover the passes the keystream
+/// takes: the first eight blocks through a scratch area, then whole 16-block (AVX-512) or
+/// 8-block (AVX2) passes in place, and a tail of more than two blocks through a whole kernel
+/// pass (5000 and 3000 bytes) or of one or two blocks through the `chacha20` crate (1100
+/// bytes).
+#[test]
+#[cfg_attr(
+    debug_assertions,
+    ignore = "needs an optimised build: cargo test --release --test residue"
+)]
+fn direct_fills_leave_no_old_key_behind() {
+    check_no_old_key_after(&[vec![5000], vec![BUFFER_LEN], vec![3000], vec![1100]]);
 }
 
 // ---- The one-off path ---------------------------------------------------------------------
