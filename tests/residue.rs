@@ -573,11 +573,11 @@ fn refills_leave_no_old_key_behind() {
 }
 
 /// Direct fills: reads of 992 bytes or more that find the buffer empty, each one batch
-/// written straight into the caller's memory. Their lengths cover the passes the keystream
-/// takes: the first eight blocks through a scratch area, then whole 16-block (AVX-512) or
-/// 8-block (AVX2) passes in place, and a tail of more than two blocks through a whole kernel
-/// pass (5000 and 3000 bytes) or of one or two blocks through the `chacha20` crate (1100
-/// bytes).
+/// written straight into the caller's memory. Beyond its first 1024 bytes (16 blocks), a
+/// 992-byte read needs no keystream, a 5000-byte read 62 blocks and 40 bytes, a 3000-byte
+/// read 31 blocks and 24 bytes, and an 1100-byte read one block and 44 bytes: whole passes
+/// written in place and tails of different lengths written through a scratch area, by
+/// whichever kernel (or the `chacha20` crate) the CPU and the length select.
 #[test]
 #[cfg_attr(
     debug_assertions,
