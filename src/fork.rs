@@ -114,6 +114,11 @@ pub(crate) struct Pages<T> {
     len: usize,
 }
 
+// SAFETY: `Pages<T>` owns its storage exclusively, as a `Box<T>` does (no other handle to
+// the mapping exists, and dropping it unmaps it once), so it may move to another thread
+// whenever `T` may.
+unsafe impl<T: Send> Send for Pages<T> {}
+
 impl<T> Pages<T> {
     /// Maps zeroed storage for a `T`. `T` must be valid when all-zero. `None` when the OS
     /// refuses the memory.

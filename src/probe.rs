@@ -14,6 +14,8 @@ use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 static OS_READS: AtomicU64 = AtomicU64::new(0);
 static ONE_OFF_INTERRUPTED: AtomicU64 = AtomicU64::new(0);
 static ONE_OFF_UNAVAILABLE: AtomicU64 = AtomicU64::new(0);
+static STATES_MAPPED: AtomicU64 = AtomicU64::new(0);
+static STATES_REUSED: AtomicU64 = AtomicU64::new(0);
 
 /// Why a read was served by a one-off OS-keyed generator instead of the thread's state.
 #[derive(Clone, Copy)]
@@ -34,6 +36,25 @@ pub(crate) fn count_one_off(why: OneOff) {
         OneOff::Interrupted => ONE_OFF_INTERRUPTED.fetch_add(1, Relaxed),
         OneOff::Unavailable => ONE_OFF_UNAVAILABLE.fetch_add(1, Relaxed),
     };
+}
+
+pub(crate) fn count_state_set_up(reused: bool) {
+    if reused {
+        STATES_REUSED.fetch_add(1, Relaxed);
+    } else {
+        STATES_MAPPED.fetch_add(1, Relaxed);
+    }
+}
+
+/// Thread states set up in newly mapped pages (a thread's first read, when no wiped state
+/// of an exited thread was spare).
+pub fn states_mapped() -> u64 {
+    STATES_MAPPED.load(Relaxed)
+}
+
+/// Thread states set up in the wiped pages of an exited thread.
+pub fn states_reused() -> u64 {
+    STATES_REUSED.load(Relaxed)
 }
 
 /// Requests made to the OS random source by this process's thread-local generators so far:

@@ -124,3 +124,36 @@ fn first_read_of_a_thread_from_a_destructor() {
     }
     check_fresh(&[], &at_exit);
 }
+
+/// An exiting thread leaves its wiped state for the next new thread: twenty threads spawned
+/// one after another all set up in the pages of the one before (no new mapping), each seeds
+/// from the OS exactly once at its first read, and their outputs all differ.
+#[cfg(target_os = "linux")]
+#[test]
+fn exited_threads_states_are_reused_and_reseeded() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let read_in_new_thread = || {
+        std::thread::spawn(|| fkrng::array::<32>())
+            .join()
+            .expect("reader thread")
+    };
+    // Leaves at least one spare state behind.
+    read_in_new_thread();
+    let mapped = fkrng::probe::states_mapped();
+    let reused = fkrng::probe::states_reused();
+    let os_reads = fkrng::probe::os_reads();
+    let values: Vec<[u8; 32]> = (0..20).map(|_| read_in_new_thread()).collect();
+    assert_eq!(fkrng::probe::states_mapped() - mapped, 0, "new mappings");
+    assert_eq!(fkrng::probe::states_reused() - reused, 20, "reused states");
+    assert_eq!(
+        fkrng::probe::os_reads() - os_reads,
+        20,
+        "one seeding per thread"
+    );
+    let distinct: std::collections::HashSet<_> = values.iter().collect();
+    assert_eq!(
+        distinct.len(),
+        values.len(),
+        "repeated output across threads"
+    );
+}
