@@ -133,7 +133,7 @@ fn first_read_of_a_thread_from_a_destructor() {
 fn exited_threads_states_are_reused_and_reseeded() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let read_in_new_thread = || {
-        std::thread::spawn(|| fkrng::array::<32>())
+        std::thread::spawn(fkrng::array::<32>)
             .join()
             .expect("reader thread")
     };
