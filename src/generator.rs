@@ -238,7 +238,12 @@ impl fmt::Debug for Core {
 ///
 /// Moving an `FkeRng` is a byte copy that Rust does not wipe behind it, so a generator moved
 /// after use leaves its old state (key and unserved buffer) in the memory it moved from. Put
-/// it where it will live (a `Box`, a struct field) before the first read.
+/// it where it will live (a `Box`, a struct field) before the first read. Construction is
+/// such a move too: `from_seed` takes the seed and returns the generator by value, and
+/// `Box::new` copies it once more, so the seed (the key of the first 1024 bytes of output)
+/// can stay in dead stack frames until they are reused, like the caller's own copy of the
+/// seed. The thread-local generator (`fkrng::fill` and friends) is seeded in place and has
+/// neither.
 ///
 /// `FkeRng` is deliberately neither `Clone` nor `Copy` (two copies would repeat each other's
 /// output); its `Debug` shows no key or buffer bytes, and dropping it zeroizes the state.
