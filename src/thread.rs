@@ -201,6 +201,9 @@ impl Drop for Owner {
     fn drop(&mut self) {
         if let Some(pages) = self.0.take() {
             STATE.set(UNAVAILABLE);
+            // A signal handler that runs from here on must find the slot released, not a
+            // half-wiped state: keep the compiler from moving the store past the wipe.
+            compiler_fence(Ordering::SeqCst);
             #[cfg(test)]
             // SAFETY: the pages hold an initialised `ThreadState` and are still mapped.
             let before = tests::Before::of(unsafe { &*pages.as_ptr() });
