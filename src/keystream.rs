@@ -55,44 +55,69 @@ fn low_counter_fits(counter: u64, blocks: usize) -> bool {
 #[inline]
 pub(crate) fn write_blocks(key: &[u8; KEY_LEN], counter: u64, out: &mut [Block]) {
     #[cfg(all(target_arch = "x86_64", feature = "std"))]
-    let (counter, out) = with_kernels(key, counter, out);
+    let (counter, out) = {
+        let mut words = key_words(key);
+        let left = with_kernels(&words, counter, out);
+        zeroize::Zeroize::zeroize(&mut words);
+        left
+    };
     if !out.is_empty() {
         with_crate(key, counter, out);
     }
 }
 
+/// One of fkrng's pass kernels: blocks per pass, whether it may write a given run of blocks
+/// on this CPU, and the kernel.
+#[cfg(all(target_arch = "x86_64", feature = "std"))]
+struct Kernel {
+    lanes: usize,
+    /// Whether the kernel may write `blocks` blocks from `counter` on: its instruction set
+    /// detected at run time, whole passes, and no carry out of the low counter word.
+    usable: fn(counter: u64, blocks: usize) -> bool,
+    /// Writes keystream blocks `counter..counter + out.len()` under the key words.
+    ///
+    /// # Safety
+    /// Only where `usable(counter, out.len())` holds.
+    write: unsafe fn(key: &[u32; 8], counter: u64, out: &mut [Block]),
+}
+
+/// The pass kernels, fastest first.
+#[cfg(all(target_arch = "x86_64", feature = "std"))]
+const KERNELS: [Kernel; 2] = [
+    Kernel {
+        lanes: avx512::LANES,
+        usable: avx512::usable,
+        write: avx512::write_blocks,
+    },
+    Kernel {
+        lanes: avx2::LANES,
+        usable: avx2::usable,
+        write: avx2::write_blocks,
+    },
+];
+
 /// Writes the longest prefix of `out` that whole kernel passes can cover (16-block AVX-512
 /// passes first, then 8-block AVX2 passes), and returns the counter and blocks left over
 /// for the crate: fewer than 8 blocks, or all of them on a CPU without AVX2 or where the
-/// low counter word would carry.
+/// low counter word would carry. The stack area each kernel used is zeroed after it.
 #[cfg(all(target_arch = "x86_64", feature = "std"))]
 #[inline]
 fn with_kernels<'a>(
-    key: &[u8; KEY_LEN],
+    words: &[u32; 8],
     mut counter: u64,
     mut out: &'a mut [Block],
 ) -> (u64, &'a mut [Block]) {
-    let mut words = key_words(key);
-    let whole = out.len() - out.len() % avx512::LANES;
-    if avx512::usable(counter, whole) {
-        let (head, rest) = core::mem::take(&mut out).split_at_mut(whole);
-        // SAFETY: `usable` checked at run time that the CPU has AVX-512F, that `head` is
-        // whole passes, and that the block counter does not pass 2^32 within it.
-        unsafe { avx512::write_blocks(&words, counter, head) };
-        scrub_stack::<KERNEL_SCRUB_BYTES>();
-        counter += whole as u64;
-        out = rest;
+    for kernel in &KERNELS {
+        let whole = out.len() - out.len() % kernel.lanes;
+        if (kernel.usable)(counter, whole) {
+            let (head, rest) = core::mem::take(&mut out).split_at_mut(whole);
+            // SAFETY: `usable(counter, whole)` holds, and `head` is `whole` blocks long.
+            unsafe { (kernel.write)(words, counter, head) };
+            scrub_stack::<KERNEL_SCRUB_BYTES>();
+            counter += whole as u64;
+            out = rest;
+        }
     }
-    let whole = out.len() - out.len() % avx2::LANES;
-    if avx2::usable(counter, whole) {
-        let (head, rest) = core::mem::take(&mut out).split_at_mut(whole);
-        // SAFETY: as above, for AVX2 and 8-block passes.
-        unsafe { avx2::write_blocks(&words, counter, head) };
-        scrub_stack::<KERNEL_SCRUB_BYTES>();
-        counter += whole as u64;
-        out = rest;
-    }
-    zeroize::Zeroize::zeroize(&mut words);
     (counter, out)
 }
 
@@ -149,22 +174,11 @@ pub(crate) fn refill_in_place(blocks: &mut [Block; 16]) {
     #[cfg(all(target_arch = "x86_64", feature = "std"))]
     {
         let mut words = key_words(blocks[0].first_chunk().expect("a block holds a key"));
-        // The key is now in `words`, so the kernels may write over `blocks`.
-        let done = if avx512::usable(0, blocks.len()) {
-            // SAFETY: `usable` checked at run time that the CPU has AVX-512F; 16 blocks
-            // from counter 0 are one whole pass below 2^32.
-            unsafe { avx512::write_blocks(&words, 0, blocks) };
-            true
-        } else if avx2::usable(0, blocks.len()) {
-            // SAFETY: as above, for AVX2 (two 8-block passes).
-            unsafe { avx2::write_blocks(&words, 0, blocks) };
-            true
-        } else {
-            false
-        };
+        // The key is now in `words`, so the kernels may write over `blocks`; where none
+        // may, all 16 blocks are left and the key is still in place for the crate.
+        let done = with_kernels(&words, 0, blocks).1.is_empty();
         zeroize::Zeroize::zeroize(&mut words);
         if done {
-            scrub_stack::<KERNEL_SCRUB_BYTES>();
             return;
         }
     }
@@ -241,37 +255,29 @@ mod tests {
         })
     }
 
-    /// The AVX2 kernel itself, two passes.
+    /// Each pass kernel itself, two passes, wherever this CPU can run it.
     #[cfg(all(target_arch = "x86_64", feature = "std"))]
     #[test]
-    fn avx2_kernel_matches_the_chacha20_crate() {
-        if !std::arch::is_x86_feature_detected!("avx2") {
-            eprintln!("no AVX2 on this CPU: kernel not tested");
-            return;
-        }
-        for (key, counter) in kernel_cases() {
-            let mut got = vec![[0u8; BLOCK_LEN]; 16];
-            // SAFETY: AVX2 was detected above; 16 blocks are two whole passes and
-            // `counter + 16 <= 2^32`.
-            unsafe { avx2::write_blocks(&key_words(&key), counter, &mut got) };
-            assert_eq!(got, reference(&key, counter, 16), "counter {counter}");
-        }
-    }
-
-    /// The AVX-512 kernel itself, two passes.
-    #[cfg(all(target_arch = "x86_64", feature = "std"))]
-    #[test]
-    fn avx512_kernel_matches_the_chacha20_crate() {
-        if !std::arch::is_x86_feature_detected!("avx512f") {
-            eprintln!("no AVX-512F on this CPU: kernel not tested");
-            return;
-        }
-        for (key, counter) in kernel_cases() {
-            let mut got = vec![[0u8; BLOCK_LEN]; 32];
-            // SAFETY: AVX-512F was detected above; 32 blocks are two whole passes and
-            // `counter + 32 <= 2^32`.
-            unsafe { avx512::write_blocks(&key_words(&key), counter, &mut got) };
-            assert_eq!(got, reference(&key, counter, 32), "counter {counter}");
+    fn pass_kernels_match_the_chacha20_crate() {
+        for kernel in &KERNELS {
+            let blocks = 2 * kernel.lanes;
+            if !(kernel.usable)(0, blocks) {
+                eprintln!("{}-block kernel: not available on this CPU", kernel.lanes);
+                continue;
+            }
+            for (key, counter) in kernel_cases() {
+                let counter = counter.min((1 << 32) - blocks as u64);
+                assert!((kernel.usable)(counter, blocks));
+                let mut got = vec![[0u8; BLOCK_LEN]; blocks];
+                // SAFETY: `usable(counter, blocks)` was checked just above.
+                unsafe { (kernel.write)(&key_words(&key), counter, &mut got) };
+                let lanes = kernel.lanes;
+                assert_eq!(
+                    got,
+                    reference(&key, counter, blocks),
+                    "{lanes}-block, {counter}"
+                );
+            }
         }
     }
 
