@@ -575,16 +575,24 @@ fn refills_leave_no_old_key_behind() {
 /// Direct fills: reads of 992 bytes or more that find the buffer empty, each one batch
 /// written straight into the caller's memory. Beyond its first 1024 bytes (16 blocks), a
 /// 992-byte read needs no keystream, a 5000-byte read 62 blocks and 40 bytes, a 3000-byte
-/// read 31 blocks and 24 bytes, and an 1100-byte read one block and 44 bytes: whole passes
-/// written in place and tails of different lengths written through a scratch area, by
-/// whichever kernel (or the `chacha20` crate) the CPU and the length select.
+/// read 31 blocks and 24 bytes, an 1100-byte read one block and 44 bytes, and a 1504-byte
+/// read exactly 8 blocks (one eight-block pass and no tail, so no later scrub covers for
+/// that pass's): whole passes written in place and tails of different lengths written
+/// through a scratch area, by whichever kernel (or the `chacha20` crate) the CPU and the
+/// length select.
 #[test]
 #[cfg_attr(
     debug_assertions,
     ignore = "needs an optimised build: cargo test --release --test residue"
 )]
 fn direct_fills_leave_no_old_key_behind() {
-    check_no_old_key_after(&[vec![5000], vec![BUFFER_LEN], vec![3000], vec![1100]]);
+    check_no_old_key_after(&[
+        vec![5000],
+        vec![BUFFER_LEN],
+        vec![3000],
+        vec![1100],
+        vec![1504],
+    ]);
 }
 
 // ---- The one-off path ---------------------------------------------------------------------
