@@ -66,19 +66,31 @@ pub(crate) fn write_blocks(key: &[u8; KEY_LEN], counter: u64, out: &mut [Block])
     }
 }
 
-/// One of fkrng's pass kernels: blocks per pass, whether it may write a given run of blocks
-/// on this CPU, and the kernel.
+/// One of fkrng's pass kernels: blocks per pass, the CPU feature it needs, and the kernel.
 #[cfg(all(target_arch = "x86_64", feature = "std"))]
 struct Kernel {
     lanes: usize,
-    /// Whether the kernel may write `blocks` blocks from `counter` on: its instruction set
-    /// detected at run time, whole passes, and no carry out of the low counter word.
-    usable: fn(counter: u64, blocks: usize) -> bool,
+    /// Whether this CPU has the kernel's instruction set (detected at run time).
+    detected: fn() -> bool,
     /// Writes keystream blocks `counter..counter + out.len()` under the key words.
     ///
     /// # Safety
-    /// Only where `usable(counter, out.len())` holds.
+    /// Only where [`Kernel::usable`]`(counter, out.len())` holds.
     write: unsafe fn(key: &[u32; 8], counter: u64, out: &mut [Block]),
+}
+
+#[cfg(all(target_arch = "x86_64", feature = "std"))]
+impl Kernel {
+    /// Whether the kernel may write `blocks` blocks from `counter` on: a whole, non-zero
+    /// number of passes, no carry out of the low counter word (the kernels add lane offsets
+    /// to word 12 only), and the instruction set present.
+    #[inline(always)]
+    fn usable(&self, counter: u64, blocks: usize) -> bool {
+        blocks.is_multiple_of(self.lanes)
+            && blocks > 0
+            && low_counter_fits(counter, blocks)
+            && (self.detected)()
+    }
 }
 
 /// The pass kernels, fastest first.
@@ -86,12 +98,12 @@ struct Kernel {
 const KERNELS: [Kernel; 2] = [
     Kernel {
         lanes: avx512::LANES,
-        usable: avx512::usable,
+        detected: avx512::detected,
         write: avx512::write_blocks,
     },
     Kernel {
         lanes: avx2::LANES,
-        usable: avx2::usable,
+        detected: avx2::detected,
         write: avx2::write_blocks,
     },
 ];
@@ -109,7 +121,7 @@ fn with_kernels<'a>(
 ) -> (u64, &'a mut [Block]) {
     for kernel in &KERNELS {
         let whole = out.len() - out.len() % kernel.lanes;
-        if (kernel.usable)(counter, whole) {
+        if kernel.usable(counter, whole) {
             let (head, rest) = core::mem::take(&mut out).split_at_mut(whole);
             // SAFETY: `usable(counter, whole)` holds, and `head` is `whole` blocks long.
             unsafe { (kernel.write)(words, counter, head) };
@@ -152,9 +164,9 @@ pub(crate) fn write_bytes(key: &[u8; KEY_LEN], counter: u64, out: &mut [u8]) {
 fn write_tail(key: &[u8; KEY_LEN], counter: u64, needed: usize, scratch: &mut [Block; PASS]) {
     debug_assert!((1..=PASS).contains(&needed));
     #[cfg(all(target_arch = "x86_64", feature = "std"))]
-    if avx512::few_usable() {
+    if avx512::detected() {
         let mut words = key_words(key);
-        // SAFETY: `few_usable` checked at run time that the CPU has AVX-512F.
+        // SAFETY: `detected` checked at run time that the CPU has AVX-512F.
         unsafe { avx512::write_eight(&words, counter, scratch) };
         zeroize::Zeroize::zeroize(&mut words);
         scrub_stack::<KERNEL_SCRUB_BYTES>();
@@ -261,13 +273,13 @@ mod tests {
     fn pass_kernels_match_the_chacha20_crate() {
         for kernel in &KERNELS {
             let blocks = 2 * kernel.lanes;
-            if !(kernel.usable)(0, blocks) {
+            if !kernel.usable(0, blocks) {
                 eprintln!("{}-block kernel: not available on this CPU", kernel.lanes);
                 continue;
             }
             for (key, counter) in kernel_cases() {
                 let counter = counter.min((1 << 32) - blocks as u64);
-                assert!((kernel.usable)(counter, blocks));
+                assert!(kernel.usable(counter, blocks));
                 let mut got = vec![[0u8; BLOCK_LEN]; blocks];
                 // SAFETY: `usable(counter, blocks)` was checked just above.
                 unsafe { (kernel.write)(&key_words(&key), counter, &mut got) };
@@ -285,7 +297,7 @@ mod tests {
     #[cfg(all(target_arch = "x86_64", feature = "std"))]
     #[test]
     fn avx512_tail_kernel_matches_the_chacha20_crate() {
-        if !avx512::few_usable() {
+        if !avx512::detected() {
             eprintln!("no AVX-512F on this CPU: tail kernel not tested");
             return;
         }

@@ -314,7 +314,7 @@ fn set_up() -> Option<*mut ThreadState> {
 /// Setting up a state in new pages costs three system calls (`mmap` and two `madvise`), a
 /// page fault at first touch and an `munmap` at thread exit, several microseconds in all,
 /// which is most of a new thread's first read. An exiting thread wipes its state (every
-/// byte zero: the empty, unseeded state) and leaves its pages here, up to [`SPARE_STATES`];
+/// byte zero: the empty, unseeded state) and leaves its pages here, up to `SPARE_STATES`;
 /// a new thread takes them and seeds from the OS at its first read exactly as in new pages.
 /// The pages keep their wipe-on-fork and do-not-dump marks, and hold nothing but zeros
 /// while spare.

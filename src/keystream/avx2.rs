@@ -6,15 +6,10 @@ use core::arch::x86_64::*;
 /// Blocks per kernel pass: 8 (512 bytes).
 pub(super) const LANES: usize = 8;
 
-/// Whether the kernel may write `blocks` blocks from `counter` on: AVX2 present, a whole
-/// number of passes, and no carry out of the low counter word (the kernel adds lane
-/// offsets to word 12 only).
+/// Whether this CPU has AVX2 (detected at run time, cached by `std`).
 #[inline(always)]
-pub(super) fn usable(counter: u64, blocks: usize) -> bool {
-    blocks.is_multiple_of(LANES)
-        && blocks > 0
-        && super::low_counter_fits(counter, blocks)
-        && std::arch::is_x86_feature_detected!("avx2")
+pub(super) fn detected() -> bool {
+    std::arch::is_x86_feature_detected!("avx2")
 }
 
 #[target_feature(enable = "avx2")]
@@ -110,7 +105,7 @@ fn store_half(x: &[__m256i; 16], w: usize, out: &mut [Block]) {
 ///
 /// # Safety
 /// The CPU must support AVX2; `out.len()` must be a multiple of 8 and `counter +
-/// out.len()` at most 2^32 (see [`usable`]).
+/// out.len()` at most 2^32 (see `Kernel::usable`).
 #[target_feature(enable = "avx2")]
 pub(super) unsafe fn write_blocks(key: &[u32; 8], counter: u64, out: &mut [Block]) {
     debug_assert!(out.len().is_multiple_of(LANES) && counter + out.len() as u64 <= 1 << 32);

@@ -13,14 +13,11 @@ use core::arch::x86_64::*;
 /// Blocks per kernel pass: 16 (1024 bytes).
 pub(super) const LANES: usize = 16;
 
-/// Whether the kernel may write `blocks` blocks from `counter` on: AVX-512F present, a whole
-/// number of passes, and no carry out of the low counter word.
+/// Whether this CPU has AVX-512F (detected at run time, cached by `std`), which is all
+/// both kernels here need.
 #[inline(always)]
-pub(super) fn usable(counter: u64, blocks: usize) -> bool {
-    blocks.is_multiple_of(LANES)
-        && blocks > 0
-        && super::low_counter_fits(counter, blocks)
-        && std::arch::is_x86_feature_detected!("avx512f")
+pub(super) fn detected() -> bool {
+    std::arch::is_x86_feature_detected!("avx512f")
 }
 
 #[target_feature(enable = "avx512f")]
@@ -106,7 +103,7 @@ fn store_pass(x: &[__m512i; 16], out: &mut [Block]) {
 ///
 /// # Safety
 /// The CPU must support AVX-512F; `out.len()` must be a multiple of 16 and `counter +
-/// out.len()` at most 2^32 (see [`usable`]).
+/// out.len()` at most 2^32 (see `Kernel::usable`).
 #[target_feature(enable = "avx512f")]
 pub(super) unsafe fn write_blocks(key: &[u32; 8], counter: u64, out: &mut [Block]) {
     debug_assert!(out.len().is_multiple_of(LANES) && counter + out.len() as u64 <= 1 << 32);
@@ -149,12 +146,6 @@ pub(super) unsafe fn write_blocks(key: &[u32; 8], counter: u64, out: &mut [Block
 
 /// Blocks per call of [`write_eight`]: 8 (512 bytes), for tails shorter than a pass.
 pub(super) const FEW: usize = 8;
-
-/// Whether [`write_eight`] may run: AVX-512F present (it works for any block counter).
-#[inline(always)]
-pub(super) fn few_usable() -> bool {
-    std::arch::is_x86_feature_detected!("avx512f")
-}
 
 /// A 512-bit register holding the same four words in each 128-bit lane.
 #[target_feature(enable = "avx512f")]
@@ -207,7 +198,7 @@ fn diagonals(r: &mut [__m512i; 4], forward: bool) {
 /// 64-bit-nonce variant does).
 ///
 /// # Safety
-/// The CPU must support AVX-512F (see [`few_usable`]).
+/// The CPU must support AVX-512F (see [`detected`]).
 #[target_feature(enable = "avx512f")]
 pub(super) unsafe fn write_eight(key: &[u32; 8], counter: u64, out: &mut [Block; FEW]) {
     let sigma = rows4(SIGMA);
