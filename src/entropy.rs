@@ -1,6 +1,7 @@
-//! OS entropy: the `getrandom` system call (or the platform's equivalent) through the
-//! `getrandom` crate, which on Linux falls back to `/dev/urandom` (after polling
-//! `/dev/random` once) on kernels without the system call.
+//! OS entropy: on Linux and Android the `getrandom` system call, with a device fallback that
+//! is checked at every seed ([`linux`]); elsewhere the platform's source through the
+//! `getrandom` crate (`getentropy` on macOS and the BSDs, `ProcessPrng` on Windows, WASI's
+//! `random_get`).
 
 use crate::Error;
 use crate::generator::KEY_LEN;
@@ -52,8 +53,14 @@ impl Entropy for Os {
     }
 }
 
-/// Fills `dest` straight from the OS (one `getrandom` call per 32 MiB on Linux; the crate
-/// retries on `EINTR`).
+/// Fills `dest` straight from the OS: the kernel's source on Linux and Android (retrying on
+/// `EINTR`), the `getrandom` crate's elsewhere.
 pub(crate) fn fill(dest: &mut [u8]) -> Result<(), Error> {
-    getrandom::fill(dest).map_err(Error::from)
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    return linux::fill(dest);
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    return getrandom::fill(dest).map_err(Error::from);
 }
+
+#[cfg(any(target_os = "linux", target_os = "android"))]
+mod linux;

@@ -6,8 +6,10 @@ use core::fmt;
 ///
 /// Returned by [`crate::try_fill`] and [`crate::reseed`] when the first seeding of a
 /// thread, a reseed after `fork` or [`crate::reseed_all`], or an on-demand reseed cannot get
-/// 32 fresh bytes from the OS. No output is produced in that case: fkrng never falls back
-/// to an unseeded, all-zero or inherited key.
+/// 32 fresh bytes from the OS, or when a thread's first read cannot register the fork
+/// handler (`pthread_atfork` failed) that tells a forked child to reseed. No output is
+/// produced in that case: fkrng never falls back to an unseeded, all-zero or inherited key,
+/// nor to a state that a fork could duplicate unnoticed.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Error {
     kind: Kind,
@@ -15,24 +17,59 @@ pub struct Error {
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Kind {
-    /// `getrandom` (or its file fallback) reported an error.
+    /// The `getrandom` crate (the OS source outside Linux and Android) reported an error.
     Os(getrandom::Error),
+    /// The kernel's source failed with this `errno` (Linux and Android).
+    Errno(i32),
     /// The source reported success but delivered 32 zero bytes (an emulator or a
     /// fault-injecting tracer that skipped the call): no entropy was received.
     AllZero,
+    /// The source reported more bytes than were asked for, or none.
+    BadLength,
+    /// The fallback device path (`/dev/urandom`) did not open the kernel's random character
+    /// device (a regular file or another device mounted over it).
+    NotRandomDevice,
+    /// `pthread_atfork` could not register the fork handler (this `errno`), so a forked
+    /// child could not be told to reseed.
+    ForkHandler(i32),
 }
 
 impl Error {
     pub(crate) const ALL_ZERO: Error = Error {
         kind: Kind::AllZero,
     };
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    pub(crate) const BAD_LENGTH: Error = Error {
+        kind: Kind::BadLength,
+    };
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    pub(crate) const NOT_RANDOM_DEVICE: Error = Error {
+        kind: Kind::NotRandomDevice,
+    };
+
+    /// The kernel source's failure with `errno` `code`.
+    #[cfg_attr(not(any(target_os = "linux", target_os = "android")), allow(dead_code))]
+    pub(crate) const fn from_errno(code: i32) -> Error {
+        Error {
+            kind: Kind::Errno(code),
+        }
+    }
+
+    /// `pthread_atfork` failed with `errno` `code`.
+    #[cfg_attr(not(unix), allow(dead_code))]
+    pub(crate) const fn fork_handler(code: i32) -> Error {
+        Error {
+            kind: Kind::ForkHandler(code),
+        }
+    }
 
     /// The raw OS error code (an `errno` value such as `EAGAIN`, `EPERM` or `ENOSYS` on
-    /// Unix), when the OS gave one.
+    /// Unix, `ENOMEM` when the fork handler could not be registered), when the OS gave one.
     pub fn raw_os_error(&self) -> Option<i32> {
         match self.kind {
             Kind::Os(e) => e.raw_os_error(),
-            Kind::AllZero => None,
+            Kind::Errno(code) | Kind::ForkHandler(code) => Some(code),
+            Kind::AllZero | Kind::BadLength | Kind::NotRandomDevice => None,
         }
     }
 }
@@ -47,7 +84,21 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.kind {
             Kind::Os(e) => write!(f, "the OS random source failed: {e}"),
+            Kind::Errno(code) => write!(
+                f,
+                "the OS random source failed: {}",
+                std::io::Error::from_raw_os_error(code)
+            ),
             Kind::AllZero => f.write_str("the OS random source returned only zero bytes"),
+            Kind::BadLength => f.write_str("the OS random source returned a bad length"),
+            Kind::NotRandomDevice => f.write_str(
+                "the OS random source failed: /dev/urandom is not the kernel's random device",
+            ),
+            Kind::ForkHandler(code) => write!(
+                f,
+                "cannot register the fork handler: {}",
+                std::io::Error::from_raw_os_error(code)
+            ),
         }
     }
 }
@@ -56,7 +107,11 @@ impl fmt::Debug for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.kind {
             Kind::Os(e) => f.debug_tuple("Error").field(&e).finish(),
+            Kind::Errno(code) => f.debug_tuple("Error").field(&code).finish(),
             Kind::AllZero => f.write_str("Error(AllZero)"),
+            Kind::BadLength => f.write_str("Error(BadLength)"),
+            Kind::NotRandomDevice => f.write_str("Error(NotRandomDevice)"),
+            Kind::ForkHandler(code) => f.debug_tuple("Error::ForkHandler").field(&code).finish(),
         }
     }
 }

@@ -1,0 +1,309 @@
+//! Every seed comes from the kernel's random source, also where the `getrandom` system call
+//! is refused and the device fallback is used.
+//!
+//! Each scenario runs in a forked child that installs a seccomp filter making `getrandom`
+//! fail with `ENOSYS` (as sandboxes and old container runtimes do), so that seeding must go
+//! through the device:
+//!
+//! - **A reused descriptor.** The child seeds once, closes every descriptor above stderr (as
+//!   a daemon does when it starts) and opens a file of `0x41` bytes, which takes the lowest
+//!   free number. A new thread's first read, and a forked grandchild's, must not be the
+//!   stream of `FkeRng::from_seed([0x41; 32])`, which is what a seed read from that file
+//!   through a cached descriptor number gives.
+//! - **A file mounted over the device.** In a mount namespace of its own, the child
+//!   bind-mounts that file over `/dev/urandom`; the first read must fail with an error that
+//!   names the device, and emit nothing.
+//!
+//! Where a scenario's preconditions are missing (seccomp filters refused, as under
+//! qemu-user; no permission to make a mount namespace) it prints why it was skipped.
+//! Runs without the test harness, so that the process is single-threaded when it forks.
+
+#[cfg(target_os = "linux")]
+fn main() {
+    linux::main();
+}
+
+#[cfg(not(target_os = "linux"))]
+fn main() {
+    println!("seed source tests: Linux only (seccomp, mount namespaces), skipped");
+}
+
+#[cfg(target_os = "linux")]
+mod linux {
+    use fkrng::FkeRng;
+    use rand_core::{Rng, SeedableRng};
+    use std::ffi::CString;
+
+    /// Exit statuses of a scenario's child.
+    const PASSED: i32 = 0;
+    const SKIPPED: i32 = 77;
+
+    /// The audit architecture of this target (`linux/audit.h`), checked by the filter.
+    #[cfg(target_arch = "x86_64")]
+    const AUDIT_ARCH: u32 = 0xc000_003e;
+    #[cfg(target_arch = "aarch64")]
+    const AUDIT_ARCH: u32 = 0xc000_00b7;
+    #[cfg(target_arch = "s390x")]
+    const AUDIT_ARCH: u32 = 0x8000_0016;
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64", target_arch = "s390x")))]
+    const AUDIT_ARCH: u32 = 0;
+
+    /// Makes `getrandom` fail with `ENOSYS` for this thread and the threads and processes it
+    /// makes from now on. Returns why it could not, if it could not.
+    fn refuse_getrandom() -> Result<(), String> {
+        if AUDIT_ARCH == 0 {
+            return Err("no audit architecture known for this target".into());
+        }
+        let stmt = |code: u32, k: u32| libc::sock_filter {
+            code: code as u16,
+            jt: 0,
+            jf: 0,
+            k,
+        };
+        let jump = |k: u32, jt: u8, jf: u8| libc::sock_filter {
+            code: (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16,
+            jt,
+            jf,
+            k,
+        };
+        let load = libc::BPF_LD | libc::BPF_W | libc::BPF_ABS;
+        let ret = libc::BPF_RET | libc::BPF_K;
+        // struct seccomp_data: nr at offset 0, arch at offset 4.
+        let mut program = [
+            stmt(load, 4),
+            jump(AUDIT_ARCH, 0, 3),
+            stmt(load, 0),
+            jump(libc::SYS_getrandom as u32, 0, 1),
+            stmt(ret, libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32),
+            stmt(ret, libc::SECCOMP_RET_ALLOW),
+        ];
+        let prog = libc::sock_fprog {
+            len: program.len() as u16,
+            filter: program.as_mut_ptr(),
+        };
+        // SAFETY: `prctl` with these options reads only `prog` and the program it points to,
+        // both alive for the call.
+        unsafe {
+            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+                return Err(format!("no_new_privs: {}", std::io::Error::last_os_error()));
+            }
+            if libc::prctl(
+                libc::PR_SET_SECCOMP,
+                libc::SECCOMP_MODE_FILTER as libc::c_ulong,
+                &prog as *const libc::sock_fprog,
+            ) != 0
+            {
+                return Err(format!(
+                    "seccomp filter: {}",
+                    std::io::Error::last_os_error()
+                ));
+            }
+        }
+        // The filter must really be in force.
+        let mut probe = [0u8; 4];
+        // SAFETY: `probe` is valid for writes of 4 bytes.
+        let r = unsafe { libc::syscall(libc::SYS_getrandom, probe.as_mut_ptr(), 4, 0) };
+        let e = std::io::Error::last_os_error().raw_os_error();
+        if r != -1 || e != Some(libc::ENOSYS) {
+            return Err(format!(
+                "filter installed but getrandom returned {r} ({e:?})"
+            ));
+        }
+        Ok(())
+    }
+
+    /// The first 64 bytes a generator seeded with 32 bytes of `0x41` gives.
+    fn stream_of_the_file() -> [u8; 64] {
+        let mut out = [0u8; 64];
+        FkeRng::from_seed([0x41; 32]).fill_bytes(&mut out);
+        out
+    }
+
+    fn file_of_0x41() -> std::path::PathBuf {
+        let path = std::env::temp_dir().join(format!("fkrng-seed-file-{}", std::process::id()));
+        std::fs::write(&path, [0x41u8; 4096]).unwrap();
+        path
+    }
+
+    /// Closes every descriptor from 3 on, as a daemon does when it starts.
+    fn close_all_above_stderr() {
+        for fd in 3..1024 {
+            // SAFETY: closing a descriptor number that may or may not be open.
+            unsafe { libc::close(fd) };
+        }
+    }
+
+    fn reused_descriptor() -> i32 {
+        if let Err(why) = refuse_getrandom() {
+            println!("  skipped: {why}");
+            return SKIPPED;
+        }
+        let mut first = [0u8; 32];
+        if let Err(e) = fkrng::try_fill(&mut first) {
+            println!("  the device fallback failed: {e}");
+            return 1;
+        }
+        let file = file_of_0x41();
+        close_all_above_stderr();
+        let reopened = std::fs::File::open(&file).unwrap();
+        println!(
+            "  the file of 0x41 bytes is now descriptor {}",
+            std::os::fd::AsRawFd::as_raw_fd(&reopened)
+        );
+        let known = stream_of_the_file();
+        let from_thread = std::thread::spawn(|| {
+            let mut out = [0u8; 64];
+            fkrng::try_fill(&mut out).map(|()| out)
+        })
+        .join()
+        .unwrap();
+        let mut status = PASSED;
+        match from_thread {
+            Ok(out) if out == known => {
+                println!("  a new thread's first read is the file's stream");
+                status = 1;
+            }
+            Ok(out) if out == [0u8; 64] => {
+                println!("  a new thread's first read is all zero");
+                status = 1;
+            }
+            Ok(_) => println!("  a new thread's first read: fresh bytes"),
+            Err(e) => {
+                println!("  a new thread's first read failed: {e}");
+                status = 1;
+            }
+        }
+        // A forked grandchild, whose state is wiped (or whose epoch moved), seeds again.
+        let grandchild = run_in_child(|| {
+            let mut out = [0u8; 64];
+            match fkrng::try_fill(&mut out) {
+                Ok(()) if out != stream_of_the_file() => PASSED,
+                _ => 1,
+            }
+        });
+        if grandchild != PASSED {
+            println!("  a forked child's first read was the file's stream or failed");
+            status = 1;
+        }
+        let _ = std::fs::remove_file(&file);
+        status
+    }
+
+    fn device_replaced_by_a_file() -> i32 {
+        // SAFETY: a new mount namespace for this single-threaded child only.
+        if unsafe { libc::unshare(libc::CLONE_NEWNS) } != 0 {
+            println!(
+                "  skipped: no mount namespace: {}",
+                std::io::Error::last_os_error()
+            );
+            return SKIPPED;
+        }
+        let file = file_of_0x41();
+        let source = CString::new(file.to_str().unwrap()).unwrap();
+        // SAFETY: NUL-terminated strings; makes mounts private to this namespace, then
+        // bind-mounts the file over the device path inside it.
+        let mounted = unsafe {
+            libc::mount(
+                std::ptr::null(),
+                c"/".as_ptr(),
+                std::ptr::null(),
+                libc::MS_REC | libc::MS_PRIVATE,
+                std::ptr::null(),
+            ) == 0
+                && libc::mount(
+                    source.as_ptr(),
+                    c"/dev/urandom".as_ptr(),
+                    std::ptr::null(),
+                    libc::MS_BIND,
+                    std::ptr::null(),
+                ) == 0
+        };
+        if !mounted {
+            println!("  skipped: bind mount: {}", std::io::Error::last_os_error());
+            return SKIPPED;
+        }
+        if let Err(why) = refuse_getrandom() {
+            println!("  skipped: {why}");
+            return SKIPPED;
+        }
+        let mut out = [0u8; 64];
+        match fkrng::try_fill(&mut out) {
+            Err(e)
+                if e.to_string()
+                    .contains("/dev/urandom is not the kernel's random device") =>
+            {
+                if out != [0u8; 64] {
+                    println!("  the error came with output");
+                    return 1;
+                }
+                println!("  refused: {e}");
+                PASSED
+            }
+            Err(e) => {
+                println!("  failed with another error: {e}");
+                1
+            }
+            Ok(()) if out == stream_of_the_file() => {
+                println!("  seeded from the mounted file");
+                1
+            }
+            Ok(()) => {
+                println!("  seeded from something other than the mounted file");
+                1
+            }
+        }
+    }
+
+    /// Runs `scenario` in a forked child and returns its exit status.
+    fn run_in_child(scenario: fn() -> i32) -> i32 {
+        use std::io::Write;
+        std::io::stdout().flush().unwrap();
+        // SAFETY: this process is single-threaded when it forks (no test harness, and
+        // scenarios join their threads), so the child may run ordinary code.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork failed");
+        if pid == 0 {
+            let status = scenario();
+            std::io::stdout().flush().unwrap();
+            // SAFETY: ends the child without running the parent's exit handlers.
+            unsafe { libc::_exit(status) };
+        }
+        let mut status = 0;
+        // SAFETY: reaps the child made above.
+        assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+        if libc::WIFEXITED(status) {
+            libc::WEXITSTATUS(status)
+        } else {
+            128 + libc::WTERMSIG(status)
+        }
+    }
+
+    pub(super) fn main() {
+        let scenarios: [(&str, fn() -> i32); 2] = [
+            (
+                "a reused descriptor number is never read as a seed",
+                reused_descriptor,
+            ),
+            (
+                "a file mounted over /dev/urandom is refused",
+                device_replaced_by_a_file,
+            ),
+        ];
+        let (mut passed, mut failed, mut skipped) = (0, 0, 0);
+        for (name, scenario) in scenarios {
+            println!("seed source: {name}");
+            match run_in_child(scenario) {
+                PASSED => passed += 1,
+                SKIPPED => skipped += 1,
+                status => {
+                    println!("  FAILED (status {status})");
+                    failed += 1;
+                }
+            }
+        }
+        println!("seed_source: {passed} passed, {failed} failed, {skipped} skipped");
+        if failed > 0 {
+            std::process::exit(1);
+        }
+    }
+}
