@@ -13,14 +13,14 @@
 #   panic   exit 101, nothing on stdout, a panic whose message is one line starting with
 #           "fkrng: " (fill only: that is fill's documented behaviour).
 # and must match the outcome this case is documented to have in docs/SECURITY.md (which
-# depends on how the getrandom crate reacts to each error). Exits 1 on any violation.
+# depends on how fkrng's Linux source treats each error). Exits 1 on any violation.
 #
 # Call numbers: in these programs the getrandom system call is made first by glibc's malloc
-# (8 bytes, GRND_NONBLOCK), then by the getrandom crate's availability probe (0 bytes), then
-# by fkrng's first seed request (36 bytes). The script finds the probe and seed call numbers
-# in an uninjected trace, so the "first call" cases hit the call they name.
+# (8 bytes, GRND_NONBLOCK), then by fkrng's first seed request (36 bytes), which fkrng makes
+# as a raw system call (never through the vDSO), so strace always sees it. The script finds
+# the seed call's number in an uninjected trace, so the "first seed call" cases hit it.
 #
-# Usage: [INJECT_BACKEND=linux_raw] scripts/inject-entropy-failures.sh [--no-build]
+# Usage: scripts/inject-entropy-failures.sh [--no-build]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,87 +32,57 @@ if ! command -v strace >/dev/null; then
     }
 fi
 
-# build [TARGET_DIR RUSTFLAGS]: the CLI and the probe example, release profile.
+# build: the CLI and the probe example, release profile.
 build() {
-    echo "== building the CLI and the first_bytes example (release${2:+, RUSTFLAGS=$2})"
-    CARGO_TARGET_DIR=${1:-target} RUSTFLAGS=${2:-} \
-        cargo build --release --features cli --bin fkrng --example first_bytes || exit 1
+    echo "== building the CLI and the first_bytes example (release)"
+    cargo build --release --features cli --bin fkrng --example first_bytes || exit 1
 }
 
-# discover TARGET_DIR: sets EX, CLI, PROBE and SEED from an uninjected trace.
+# discover: sets EX, CLI and SEED from an uninjected trace.
 discover() {
-    EX=$1/release/examples/first_bytes
-    CLI=$1/release/fkrng
+    EX=target/release/examples/first_bytes
+    CLI=target/release/fkrng
     strace -f -qq -e trace=getrandom -o "$tmp/trace" "$EX" try >/dev/null || exit 1
-    PROBE=$(grep -n 'getrandom(.*, 0, 0)' "$tmp/trace" | head -1 | cut -d: -f1)
     SEED=$(grep -n 'getrandom(.*, 36, 0)' "$tmp/trace" | head -1 | cut -d: -f1)
-    [[ -n "$PROBE" ]] || PROBE=none
+    if [[ -z "$SEED" ]]; then
+        echo "fkrng's seed request made no getrandom system call:" >&2
+        cat "$tmp/trace" >&2
+        exit 1
+    fi
 }
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-# The getrandom crate's default Linux backend calls the C library's getrandom(), which newer
-# C libraries (glibc 2.41+ on Linux 6.11+) serve from the vDSO without a system call, out of
-# strace's reach. Then (or with INJECT_BACKEND=linux_raw) the programs are rebuilt with the
-# crate's raw-system-call backend, which has no /dev/urandom fallback.
-BACKEND=${INJECT_BACKEND:-default}
-if [[ "$BACKEND" == default ]]; then
-    [[ "${1:-}" == "--no-build" ]] || build
-    discover target
-    if [[ -z "$SEED" ]]; then
-        echo "== fkrng's seed request made no getrandom system call (vDSO getrandom?):"
-        cat "$tmp/trace"
-        BACKEND=linux_raw
-    fi
-fi
-if [[ "$BACKEND" == linux_raw ]]; then
-    [[ "${1:-}" == "--no-build" ]] ||
-        build target/inject-linux-raw '--cfg getrandom_backend="linux_raw"'
-    discover target/inject-linux-raw
-    if [[ -z "$SEED" ]]; then
-        echo "fkrng's seed request made no getrandom system call even with linux_raw" >&2
-        cat "$tmp/trace" >&2
-        exit 1
-    fi
-fi
-echo "== getrandom backend: $BACKEND; system calls: crate probe is call $PROBE, fkrng's" \
-    "first seed request is call $SEED"
+[[ "${1:-}" == "--no-build" ]] || build
+discover
+echo "== fkrng's first seed request is getrandom call $SEED"
 
-# What the getrandom crate does: its default backend probes getrandom once with a 0-byte
-# call and falls back to /dev/urandom for the whole process when that probe fails with
-# EPERM or ENOSYS; linux_raw has no probe and no fallback. A "first call" injection hits
-# glibc's malloc (which copes) when the seed request is not the process's first call.
-if [[ "$PROBE" != none ]]; then FALLBACK=random; else FALLBACK=error; fi
+# What fkrng does: EPERM and ENOSYS (a seccomp filter, a kernel without the call) send that
+# seed to /dev/urandom, opened and checked for the one seed; every other error is returned.
+# A "first call" injection hits glibc's malloc (which copes) when the seed request is not the
+# process's first call.
 if ((SEED > 1)); then FIRST=random; else FIRST=error; fi
 
 # label | strace injection | expected outcome (error means panic for fill)
 cases=(
     "EAGAIN, every call|getrandom:error=EAGAIN|error"
-    "EPERM, every call|getrandom:error=EPERM|$FALLBACK"
-    "ENOSYS, every call|getrandom:error=ENOSYS|$FALLBACK"
+    "EPERM, every call|getrandom:error=EPERM|random"
+    "ENOSYS, every call|getrandom:error=ENOSYS|random"
     "EAGAIN, first call (when=1)|getrandom:error=EAGAIN:when=1|$FIRST"
-    "EPERM, first call (when=1)|getrandom:error=EPERM:when=1|$FIRST"
-    "ENOSYS, first call (when=1)|getrandom:error=ENOSYS:when=1|$FIRST"
+    "EPERM, first call (when=1)|getrandom:error=EPERM:when=1|random"
+    "ENOSYS, first call (when=1)|getrandom:error=ENOSYS:when=1|random"
     "EINTR, first call (when=1)|getrandom:error=EINTR:when=1|random"
     "retval=32, every call|getrandom:retval=32|error"
     "retval=32, first call (when=1)|getrandom:retval=32:when=1|$FIRST"
     "retval=32, first seed call|getrandom:retval=32:when=$SEED|error"
     "retval=36, first seed call|getrandom:retval=36:when=$SEED|error"
     "EAGAIN, first seed call|getrandom:error=EAGAIN:when=$SEED|error"
-    "EPERM, first seed call|getrandom:error=EPERM:when=$SEED|error"
-    "ENOSYS, first seed call|getrandom:error=ENOSYS:when=$SEED|error"
+    "EPERM, first seed call|getrandom:error=EPERM:when=$SEED|random"
+    "ENOSYS, first seed call|getrandom:error=ENOSYS:when=$SEED|random"
     "EINTR, first seed call|getrandom:error=EINTR:when=$SEED|random"
     "EINTR, seed call and next 5|getrandom:error=EINTR:when=$SEED..$((SEED + 5))|random"
     "EAGAIN, seed call onwards|getrandom:error=EAGAIN:when=$SEED+|error"
 )
-if [[ "$PROBE" != none ]]; then
-    cases+=(
-        "EAGAIN, probe call|getrandom:error=EAGAIN:when=$PROBE|random"
-        "EPERM, probe call|getrandom:error=EPERM:when=$PROBE|random"
-        "ENOSYS, probe call|getrandom:error=ENOSYS:when=$PROBE|random"
-        "EINTR, probe call|getrandom:error=EINTR:when=$PROBE|random"
-    )
-fi
 
 # classify PROGRAM-KIND DIR: prints random, error, panic or a BAD-... verdict for one run.
 classify() {

@@ -12,13 +12,16 @@
 //!   emulators accept any `madvise` advice and ignore it, the first mapping of the process is
 //!   checked in `/proc/self/smaps`: unless its `VmFlags` carry `wf`, the process counts as
 //!   having no wipe-on-fork.
-//! - **A process-wide epoch.** [`EPOCH`] is bumped by a `pthread_atfork` child handler and by
-//!   [`crate::reseed_all`]; every thread compares its state's epoch with it on every read (one
-//!   relaxed atomic load) and reseeds on a mismatch. On Unix systems without wipe-on-fork this
-//!   is what catches `fork()`; a raw `clone` there runs no handler and is not detected.
+//! - **A process-wide epoch.** [`EPOCH`] is bumped by `pthread_atfork` prepare and child
+//!   handlers and by [`crate::reseed_all`]; every thread compares its state's epoch with it on
+//!   every read (one relaxed atomic load) and reseeds on a mismatch. The prepare handler runs
+//!   in the parent before the fork, so both sides reseed, even where another library's child
+//!   handler (run before fkrng's) reads in the child. On Unix systems without wipe-on-fork
+//!   this is what catches `fork()`; a raw `clone` there runs no handler and is not detected.
 //!
 //! The PID is never used: PIDs are reused, and a grandchild can get its grandparent's PID.
 
+use crate::Error;
 use core::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 
 /// The epoch alone on a 64-byte cache line, so that no frequently written static the linker
@@ -40,25 +43,74 @@ pub(crate) fn bump_epoch() {
     EPOCH.0.fetch_add(1, Ordering::Relaxed);
 }
 
+/// Runs in the parent just before `fork()` (prepare handler): starts a new epoch, so that
+/// the parent and the child both reseed before their next output. The child must not wait
+/// for its own child handler: handlers registered by other libraries before fkrng's run
+/// first in the child, and one of them may read (prepare handlers run in the reverse order,
+/// so this one runs before theirs).
+#[cfg(unix)]
+extern "C" fn atfork_prepare() {
+    // Async-signal-safe: one atomic add.
+    bump_epoch();
+}
+
 #[cfg(unix)]
 extern "C" fn atfork_child() {
     // Async-signal-safe: one atomic add.
     bump_epoch();
 }
 
-/// Registers the atfork child handler once per process (Unix); a no-op elsewhere.
-pub(crate) fn register_atfork() {
+const HANDLERS_UNREGISTERED: u8 = 0;
+const HANDLERS_REGISTERED: u8 = 1;
+const HANDLERS_FAILED: u8 = 2;
+
+/// Whether this process's fork handlers are registered (or the last try failed).
+static HANDLERS: AtomicU8 = AtomicU8::new(HANDLERS_UNREGISTERED);
+
+/// Registers the prepare and child fork handlers once per process (Unix); a no-op
+/// elsewhere. Called at every thread's first read.
+///
+/// # Errors
+/// [`Error`] with `pthread_atfork`'s error number (`ENOMEM`) when the handlers cannot be
+/// registered; the next thread set-up tries again.
+pub(crate) fn register_atfork() -> Result<(), Error> {
     #[cfg(unix)]
-    {
-        static ONCE: std::sync::Once = std::sync::Once::new();
-        ONCE.call_once(|| {
-            // SAFETY: `atfork_child` is an `extern "C"` function with no arguments that
-            // lives for the whole program and does only an atomic add, which is safe in a
-            // child that was forked from a multi-threaded parent.
-            unsafe {
-                libc::pthread_atfork(None, None, Some(atfork_child));
-            }
+    if HANDLERS.load(Ordering::Acquire) != HANDLERS_REGISTERED {
+        return register_with(&HANDLERS, || {
+            // SAFETY: both handlers are `extern "C"` functions without arguments that live
+            // for the whole program and only add to an atomic, which is safe in a child
+            // forked from a multi-threaded parent.
+            unsafe { libc::pthread_atfork(Some(atfork_prepare), None, Some(atfork_child)) }
         });
+    }
+    Ok(())
+}
+
+/// Runs `register` (returning 0 or an error number, as `pthread_atfork` does) and records
+/// the outcome in `state`.
+///
+/// Neither a lock nor a `Once`: a thread that finds the handlers unregistered registers
+/// them itself. Threads racing here at a process's start may each register, which only
+/// makes a fork bump the epoch more than once; and a child forked while another thread was
+/// in here (a thread that does not exist in the child) never waits for it, as it would on
+/// a `Once` left mid-initialisation.
+#[cfg_attr(not(unix), allow(dead_code))]
+fn register_with(state: &AtomicU8, register: impl FnOnce() -> i32) -> Result<(), Error> {
+    match register() {
+        0 => {
+            state.store(HANDLERS_REGISTERED, Ordering::Release);
+            Ok(())
+        }
+        code => {
+            // A failure never hides an earlier success (another thread's registration).
+            let _ = state.compare_exchange(
+                HANDLERS_UNREGISTERED,
+                HANDLERS_FAILED,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            );
+            Err(Error::fork_handler(code))
+        }
     }
 }
 
@@ -95,10 +147,25 @@ pub enum ForkProtection {
     None,
 }
 
-/// The fork protection in force for this process's thread-local generators; `None` until
-/// the first thread has read (the check runs when the first state is set up).
+/// The fork protection in force for this process's thread-local generators.
+///
+/// `None` until a thread's generator has been set up (at its first read), and on Unix for
+/// as long as the fork handlers could not be registered (`pthread_atfork` failed): reads
+/// then fail with an [`Error`] instead of running from a state that a fork would copy
+/// unnoticed, so no generator runs unprotected.
 pub fn fork_protection() -> Option<ForkProtection> {
-    match WIPE_ON_FORK.load(Ordering::Relaxed) {
+    protection(
+        WIPE_ON_FORK.load(Ordering::Relaxed),
+        HANDLERS.load(Ordering::Relaxed),
+    )
+}
+
+/// [`fork_protection`] from the wipe-on-fork finding and the fork handlers' registration.
+fn protection(wipe_on_fork: u8, handlers: u8) -> Option<ForkProtection> {
+    if cfg!(unix) && handlers != HANDLERS_REGISTERED {
+        return None;
+    }
+    match wipe_on_fork {
         HONOURED => Some(ForkProtection::WipeOnFork),
         NOT_HONOURED if cfg!(unix) => Some(ForkProtection::AtforkEpoch),
         NOT_HONOURED => Some(ForkProtection::None),
@@ -110,7 +177,7 @@ pub fn fork_protection() -> Option<ForkProtection> {
 /// marked wipe-on-fork and do-not-dump, elsewhere a zeroed heap allocation.
 pub(crate) struct Pages<T> {
     ptr: core::ptr::NonNull<T>,
-    #[cfg(target_os = "linux")]
+    #[cfg(any(target_os = "linux", target_os = "android"))]
     len: usize,
 }
 
@@ -123,7 +190,7 @@ impl<T> Pages<T> {
     /// Maps zeroed storage for a `T`. `T` must be valid when all-zero. `None` when the OS
     /// refuses the memory.
     pub(crate) fn new_zeroed() -> Option<Self> {
-        #[cfg(target_os = "linux")]
+        #[cfg(any(target_os = "linux", target_os = "android"))]
         {
             let page = page_size();
             let len = size_of::<T>().div_ceil(page) * page;
@@ -167,7 +234,7 @@ impl<T> Pages<T> {
             let ptr = core::ptr::NonNull::new(addr.cast::<T>())?;
             Some(Pages { ptr, len })
         }
-        #[cfg(not(target_os = "linux"))]
+        #[cfg(not(any(target_os = "linux", target_os = "android")))]
         {
             WIPE_ON_FORK.store(NOT_HONOURED, Ordering::Relaxed);
             let layout = std::alloc::Layout::new::<T>();
@@ -184,7 +251,7 @@ impl<T> Pages<T> {
     }
 
     /// The storage's address range, for tests that inspect `/proc/self/smaps`.
-    #[cfg(all(target_os = "linux", test))]
+    #[cfg(all(any(target_os = "linux", target_os = "android"), test))]
     pub(crate) fn range(&self) -> (usize, usize) {
         let start = self.ptr.as_ptr() as usize;
         (start, start + self.len)
@@ -193,13 +260,13 @@ impl<T> Pages<T> {
 
 impl<T> Drop for Pages<T> {
     fn drop(&mut self) {
-        #[cfg(target_os = "linux")]
+        #[cfg(any(target_os = "linux", target_os = "android"))]
         // SAFETY: the mapping was made by `new_zeroed` with this address and length and is
         // unmapped exactly once; no reference into it outlives `self`.
         unsafe {
             libc::munmap(self.ptr.as_ptr().cast(), self.len);
         }
-        #[cfg(not(target_os = "linux"))]
+        #[cfg(not(any(target_os = "linux", target_os = "android")))]
         // SAFETY: allocated in `new_zeroed` with the same layout, freed exactly once.
         unsafe {
             std::alloc::dealloc(self.ptr.as_ptr().cast(), std::alloc::Layout::new::<T>());
@@ -207,7 +274,7 @@ impl<T> Drop for Pages<T> {
     }
 }
 
-#[cfg(target_os = "linux")]
+#[cfg(any(target_os = "linux", target_os = "android"))]
 fn page_size() -> usize {
     // SAFETY: sysconf has no preconditions.
     let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
@@ -216,7 +283,7 @@ fn page_size() -> usize {
 
 /// The `VmFlags` of the mapping that contains `addr`, from `/proc/self/smaps` (the kernel
 /// may have merged neighbouring mappings with equal flags into one entry).
-#[cfg(target_os = "linux")]
+#[cfg(any(target_os = "linux", target_os = "android"))]
 pub(crate) fn smaps_flags(addr: usize) -> Option<String> {
     let smaps = std::fs::read_to_string("/proc/self/smaps").ok()?;
     let contains = |line: &str| {
@@ -233,7 +300,96 @@ pub(crate) fn smaps_flags(addr: usize) -> Option<String> {
         .map(|f| f.trim().to_owned())
 }
 
-#[cfg(target_os = "linux")]
+#[cfg(any(target_os = "linux", target_os = "android"))]
 fn smaps_shows_wipe_on_fork(start: usize) -> bool {
     smaps_flags(start).is_some_and(|flags| flags.split_whitespace().any(|f| f == "wf"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_registration_is_an_error_and_leaves_no_protection() {
+        let state = AtomicU8::new(HANDLERS_UNREGISTERED);
+        let e = register_with(&state, || libc::ENOMEM).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::ENOMEM));
+        assert!(
+            e.to_string()
+                .starts_with("cannot register the fork handler: "),
+            "{e}"
+        );
+        assert_eq!(state.load(Ordering::Relaxed), HANDLERS_FAILED);
+        for wipe in [UNKNOWN, HONOURED, NOT_HONOURED] {
+            assert_eq!(protection(wipe, HANDLERS_FAILED), None);
+            assert_eq!(protection(wipe, HANDLERS_UNREGISTERED), None);
+        }
+        // A later success registers; a later failure does not hide it.
+        register_with(&state, || 0).unwrap();
+        assert_eq!(state.load(Ordering::Relaxed), HANDLERS_REGISTERED);
+        register_with(&state, || libc::ENOMEM).unwrap_err();
+        assert_eq!(state.load(Ordering::Relaxed), HANDLERS_REGISTERED);
+        assert_eq!(
+            protection(HONOURED, HANDLERS_REGISTERED),
+            Some(ForkProtection::WipeOnFork)
+        );
+        assert_eq!(
+            protection(NOT_HONOURED, HANDLERS_REGISTERED),
+            Some(ForkProtection::AtforkEpoch)
+        );
+        assert_eq!(protection(UNKNOWN, HANDLERS_REGISTERED), None);
+    }
+
+    /// A child forked while another thread is inside the registration (a thread that does
+    /// not exist in the child) registers at its own first read without waiting for it.
+    #[cfg(unix)]
+    #[test]
+    fn a_child_forked_during_registration_does_not_wait_for_it() {
+        use std::sync::atomic::AtomicBool;
+        static STATE: AtomicU8 = AtomicU8::new(HANDLERS_UNREGISTERED);
+        static INSIDE: AtomicBool = AtomicBool::new(false);
+        static RELEASE: AtomicBool = AtomicBool::new(false);
+        let registering = std::thread::spawn(|| {
+            register_with(&STATE, || {
+                INSIDE.store(true, Ordering::SeqCst);
+                while !RELEASE.load(Ordering::SeqCst) {
+                    std::thread::yield_now();
+                }
+                0
+            })
+        });
+        while !INSIDE.load(Ordering::SeqCst) {
+            std::thread::yield_now();
+        }
+        // SAFETY: the child only calls `register_with` (atomics and a closure returning 0)
+        // and `_exit`.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork failed");
+        if pid == 0 {
+            let registered = register_with(&STATE, || 0).is_ok()
+                && STATE.load(Ordering::SeqCst) == HANDLERS_REGISTERED;
+            // SAFETY: ends the child without unwinding.
+            unsafe { libc::_exit(if registered { 0 } else { 1 }) };
+        }
+        // A hang is what this test looks for: give the child 30 seconds (it needs
+        // microseconds), then kill it and fail.
+        let mut status = 0;
+        let mut waited = 0;
+        // SAFETY: polls and reaps the child made above.
+        while unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) } == 0 {
+            if waited == 3000 {
+                // SAFETY: kills and reaps our own child.
+                unsafe {
+                    libc::kill(pid, libc::SIGKILL);
+                    libc::waitpid(pid, &mut status, 0);
+                }
+                panic!("the child waited for a registration under way in its parent");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            waited += 1;
+        }
+        RELEASE.store(true, Ordering::SeqCst);
+        registering.join().unwrap().unwrap();
+        assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
+    }
 }

@@ -15,7 +15,7 @@ use crate::generator::{Core, KEY_LEN};
 use crate::probe::{self, OneOff};
 use core::cell::Cell;
 use core::ptr;
-use core::sync::atomic::{Ordering, compiler_fence};
+use core::sync::atomic::{AtomicBool, Ordering, compiler_fence};
 #[cfg(not(any(target_os = "linux", target_os = "android")))]
 use std::sync::OnceLock;
 #[cfg(not(any(target_os = "linux", target_os = "android")))]
@@ -84,9 +84,14 @@ struct Lifecycle {
 }
 
 impl Lifecycle {
+    /// Whether a reseed is due: the byte budget is spent, 60 seconds have passed, or the
+    /// monotonic clock reads earlier than at the last seed, which it only does when the
+    /// process was moved to another machine or restored from a snapshot (a checkpoint
+    /// restored on another host), where the state may exist twice.
     fn due(&self, now_ns: u64) -> bool {
         self.produced >= self.budget
-            || now_ns.saturating_sub(self.seeded_at_ns) >= RESEED_INTERVAL_NS
+            || now_ns < self.seeded_at_ns
+            || now_ns - self.seeded_at_ns >= RESEED_INTERVAL_NS
     }
 }
 
@@ -95,9 +100,16 @@ impl Lifecycle {
 pub(crate) struct ThreadState {
     core: Core,
     life: Lifecycle,
-    /// Set while a read runs on this thread, so that a signal handler that interrupts it and
-    /// reads too is served by [`fresh_from_os`] instead of touching the state mid-update.
-    busy: bool,
+}
+
+/// What a thread's state pages hold: the generator and its re-entrancy flag, which is kept
+/// outside the generator so that checking it never reads memory that a `&mut ThreadState`
+/// covers. Valid when all-zero.
+#[repr(C)]
+pub(crate) struct Slot {
+    /// Set while a read runs on this thread (see [`enter`]).
+    busy: AtomicBool,
+    state: ThreadState,
 }
 
 impl ThreadState {
@@ -106,7 +118,6 @@ impl ThreadState {
         Box::new(ThreadState {
             core: Core::new([0; KEY_LEN]),
             life: Lifecycle::default(),
-            busy: false,
         })
     }
 
@@ -192,10 +203,10 @@ impl Lifecycle {
 }
 
 /// Marks a slot whose state was released at thread exit (or is being set up).
-const UNAVAILABLE: *mut ThreadState = ptr::dangling_mut();
+const UNAVAILABLE: *mut Slot = ptr::dangling_mut();
 
 /// Owns a thread's state pages; its destructor wipes and releases them at thread exit.
-struct Owner(Cell<Option<Pages<ThreadState>>>);
+struct Owner(Cell<Option<Pages<Slot>>>);
 
 impl Drop for Owner {
     fn drop(&mut self) {
@@ -205,11 +216,11 @@ impl Drop for Owner {
             // half-wiped state: keep the compiler from moving the store past the wipe.
             compiler_fence(Ordering::SeqCst);
             #[cfg(test)]
-            // SAFETY: the pages hold an initialised `ThreadState` and are still mapped.
-            let before = tests::Before::of(unsafe { &*pages.as_ptr() });
-            // SAFETY: the pages hold an initialised `ThreadState`; the slot no longer points
+            // SAFETY: the pages hold an initialised `Slot` and are still mapped.
+            let before = tests::Before::of(unsafe { &(*pages.as_ptr()).state });
+            // SAFETY: the pages hold an initialised `Slot`; the thread slot no longer points
             // to it, so no other reference exists on this thread (and none on others).
-            unsafe { (*pages.as_ptr()).wipe() };
+            unsafe { (*pages.as_ptr()).state.wipe() };
             #[cfg(test)]
             tests::record_release(before, &pages);
             spare::put(pages);
@@ -219,7 +230,7 @@ impl Drop for Owner {
 
 std::thread_local! {
     /// This thread's state: null before the first read, [`UNAVAILABLE`] after thread exit.
-    static STATE: Cell<*mut ThreadState> = const { Cell::new(ptr::null_mut()) };
+    static STATE: Cell<*mut Slot> = const { Cell::new(ptr::null_mut()) };
     static OWNER: Owner = const { Owner(Cell::new(None)) };
 }
 
@@ -230,83 +241,104 @@ pub(crate) fn try_fill(dest: &mut [u8]) -> Result<(), Error> {
     if p.is_null() || p == UNAVAILABLE {
         return fill_without_state(p, dest);
     }
-    // SAFETY: a non-null slot other than UNAVAILABLE points to this thread's state, which
-    // stays mapped until `OWNER`'s destructor resets the slot. Only this thread uses it; a
-    // signal handler that interrupts us sees `busy` set (the fences keep the flag's writes
-    // on either side of the state's use) and leaves the state alone.
+    // SAFETY: a non-null slot other than UNAVAILABLE points to this thread's slot, which
+    // stays mapped until `OWNER`'s destructor resets the thread-local first.
+    match unsafe { enter(p, |st| st.fill(dest)) } {
+        Some(result) => result,
+        None => fresh_from_os(dest, OneOff::Interrupted),
+    }
+}
+
+/// Runs `f` on the generator in `slot`, unless a read is already under way on this thread
+/// (this call comes from a signal handler that interrupted it): then `None`, and the state
+/// is not touched.
+///
+/// The flag protocol, in one place: check `busy`, set it, use the state, clear it. Only
+/// this thread and its signal handlers ever use the slot, and a handler runs to completion
+/// between two instructions of the code it interrupts, so program order on this thread is
+/// all that matters: the compiler fences keep the state's accesses between the two stores,
+/// and the flag is an atomic reached through the raw pointer, disjoint from the `&mut` that
+/// `f` gets. The check and the set are not one atomic step, and need not be: a handler that
+/// runs between them finds the flag clear, runs a whole read of its own and clears the flag
+/// again before this read touches anything.
+///
+/// # Safety
+/// `slot` points to this thread's live slot.
+#[inline(always)]
+unsafe fn enter<R>(slot: *mut Slot, f: impl FnOnce(&mut ThreadState) -> R) -> Option<R> {
+    // SAFETY: the caller guarantees `slot` is live; `busy` and `state` are distinct fields,
+    // and no other reference to `state` exists while the flag is set (see above).
     unsafe {
-        if ptr::read_volatile(&raw const (*p).busy) {
-            return fresh_from_os(dest, OneOff::Interrupted);
+        let busy = &(*slot).busy;
+        if busy.load(Ordering::Relaxed) {
+            return None;
         }
-        ptr::write_volatile(&raw mut (*p).busy, true);
+        busy.store(true, Ordering::Relaxed);
         compiler_fence(Ordering::SeqCst);
-        let result = (*p).fill(dest);
+        let result = f(&mut (*slot).state);
         compiler_fence(Ordering::SeqCst);
-        ptr::write_volatile(&raw mut (*p).busy, false);
-        result
+        busy.store(false, Ordering::Relaxed);
+        Some(result)
     }
 }
 
 /// Reseeds the calling thread's generator now.
 pub(crate) fn reseed() -> Result<(), Error> {
-    with_state(|st| st.reseed(&mut Os, &Monotonic)).unwrap_or(Ok(()))
-}
-
-/// Runs `f` on this thread's state, setting it up first; `None` when the thread has no
-/// state to offer (being set up, in use by an interrupted read, torn down, out of memory).
-fn with_state<R>(f: impl FnOnce(&mut ThreadState) -> R) -> Option<R> {
     let mut p = STATE.get();
     if p.is_null() {
-        p = set_up()?;
+        p = match set_up(fork::register_atfork)? {
+            Some(p) => p,
+            None => return Ok(()),
+        };
     }
     if p == UNAVAILABLE {
-        return None;
+        return Ok(());
     }
     // SAFETY: as in `try_fill`.
-    unsafe {
-        if ptr::read_volatile(&raw const (*p).busy) {
-            return None;
-        }
-        ptr::write_volatile(&raw mut (*p).busy, true);
-        compiler_fence(Ordering::SeqCst);
-        let r = f(&mut *p);
-        compiler_fence(Ordering::SeqCst);
-        ptr::write_volatile(&raw mut (*p).busy, false);
-        Some(r)
-    }
+    unsafe { enter(p, |st| st.reseed(&mut Os, &Monotonic)) }.unwrap_or(Ok(()))
 }
 
 #[cold]
 #[inline(never)]
-fn fill_without_state(p: *mut ThreadState, dest: &mut [u8]) -> Result<(), Error> {
+fn fill_without_state(p: *mut Slot, dest: &mut [u8]) -> Result<(), Error> {
     if dest.is_empty() {
         return Ok(());
     }
-    if p.is_null() && set_up().is_some() {
+    if p.is_null() && set_up(fork::register_atfork)?.is_some() {
         return try_fill(dest);
     }
     fresh_from_os(dest, OneOff::Unavailable)
 }
 
-/// Maps this thread's state and registers its owner. `None` if the memory is refused or the
-/// thread is exiting (the slot is then left for a later try or marked unavailable).
+/// Registers the fork handlers (`register`), then maps this thread's state and registers
+/// its owner. `Ok(None)` if the memory is refused or the thread is exiting (the slot is
+/// then left for a later try or marked unavailable).
+///
+/// # Errors
+/// The registration's error: no state is set up without fork protection, and the slot is
+/// left empty for a later try.
 #[cold]
-fn set_up() -> Option<*mut ThreadState> {
+fn set_up(register: impl FnOnce() -> Result<(), Error>) -> Result<Option<*mut Slot>, Error> {
     // A signal handler that runs while this is under way takes the OS path.
     STATE.set(UNAVAILABLE);
-    fork::register_atfork();
+    if let Err(e) = register() {
+        STATE.set(ptr::null_mut());
+        return Err(e);
+    }
     let spare = spare::take();
     probe::count_state_set_up(spare.is_some());
-    let Some(pages) = spare.or_else(Pages::<ThreadState>::new_zeroed) else {
+    let Some(pages) = spare.or_else(Pages::<Slot>::new_zeroed) else {
         STATE.set(ptr::null_mut());
-        return None;
+        return Ok(None);
     };
     let p = pages.as_ptr();
     // Fails only once this thread's destructors have run; the pages are then released
     // and the slot stays unavailable.
-    OWNER.try_with(|owner| owner.0.set(Some(pages))).ok()?;
+    if OWNER.try_with(|owner| owner.0.set(Some(pages))).is_err() {
+        return Ok(None);
+    }
     STATE.set(p);
-    Some(p)
+    Ok(Some(p))
 }
 
 /// Wiped states of exited threads, kept for the next threads' first reads.
@@ -323,18 +355,18 @@ fn set_up() -> Option<*mut ThreadState> {
 /// while another thread held the lock (a lock it can never release in the child) simply
 /// maps and unmaps pages as before.
 mod spare {
-    use super::ThreadState;
+    use super::Slot;
     use crate::fork::Pages;
     use std::sync::Mutex;
 
     /// Spare states kept at most: 16 (64 KiB with 4 KiB pages).
     pub(super) const SPARE_STATES: usize = 16;
 
-    static SPARE: Mutex<[Option<Pages<ThreadState>>; SPARE_STATES]> =
+    static SPARE: Mutex<[Option<Pages<Slot>>; SPARE_STATES]> =
         Mutex::new([const { None }; SPARE_STATES]);
 
     /// A wiped state, if one is spare and the lock is free.
-    pub(super) fn take() -> Option<Pages<ThreadState>> {
+    pub(super) fn take() -> Option<Pages<Slot>> {
         #[cfg(test)]
         if crate::fork::test_hook::WITHOUT_WIPE_ON_FORK.get() {
             return None;
@@ -344,7 +376,7 @@ mod spare {
 
     /// Keeps `pages` (holding a wiped state) for a later thread, or unmaps them when the
     /// spares are full or the lock is taken.
-    pub(super) fn put(pages: Pages<ThreadState>) {
+    pub(super) fn put(pages: Pages<Slot>) {
         #[cfg(test)]
         if crate::fork::test_hook::WITHOUT_WIPE_ON_FORK
             .try_with(|hook| hook.get())
@@ -389,7 +421,7 @@ pub(crate) fn fresh_from_os(dest: &mut [u8], why: OneOff) -> Result<(), Error> {
 }
 
 /// The address range of this thread's state pages (tests of the mapping's flags).
-#[cfg(all(target_os = "linux", test))]
+#[cfg(all(any(target_os = "linux", target_os = "android"), test))]
 pub(crate) fn state_range() -> Option<(usize, usize)> {
     OWNER.with(|o| {
         let pages = o.0.take();
@@ -432,12 +464,12 @@ mod tests {
 
     /// Checks every byte of the state's pages (the whole mapping on Linux) just before
     /// they are released.
-    pub(super) fn record_release(before: Before, pages: &Pages<ThreadState>) {
+    pub(super) fn record_release(before: Before, pages: &Pages<Slot>) {
         let addr = pages.as_ptr() as usize;
-        #[cfg(target_os = "linux")]
+        #[cfg(any(target_os = "linux", target_os = "android"))]
         let len = pages.range().1 - addr;
-        #[cfg(not(target_os = "linux"))]
-        let len = size_of::<ThreadState>();
+        #[cfg(not(any(target_os = "linux", target_os = "android")))]
+        let len = size_of::<Slot>();
         let pages_zero_after = (0..len).all(|i| {
             // SAFETY: `addr..addr + len` is the live allocation behind `pages` (on Linux the
             // whole zero-filled mapping). Volatile byte loads read the memory as the machine
@@ -732,10 +764,14 @@ mod tests {
         read(&mut st, 76 + 4096, &mut os, &clock);
         assert_eq!(os.calls, 2);
         assert_eq!(st.life.seeded_at_ns, 10 * RESEED_INTERVAL_NS);
-        // A clock that goes backwards (a test clock, a bad VM clock) does not trigger it.
-        clock.0.set(0);
+        // A clock that reads earlier than at the last seed (the process restored on
+        // another host) makes the next keystream reseed first, once.
+        clock.0.set(5);
         read(&mut st, 4096, &mut os, &clock);
-        assert_eq!(os.calls, 2);
+        assert_eq!(os.calls, 3, "a clock that went backwards counts as due");
+        assert_eq!(st.life.seeded_at_ns, 5);
+        read(&mut st, 4096, &mut os, &clock);
+        assert_eq!(os.calls, 3, "and only once");
     }
 
     #[test]
@@ -866,13 +902,13 @@ mod tests {
             let replayed = in_child(true, next_32);
             assert_eq!(Some(replayed), next_32());
 
-            // fork(): the atfork handler starts a new epoch; the child reseeds first.
+            // fork(): the prepare handler starts a new epoch in the parent before the fork
+            // (and the child handler another in the child), so both sides reseed first.
             let epoch_before = fork::epoch();
             let child = in_child(false, next_32);
-            assert_eq!(
-                fork::epoch(),
-                epoch_before,
-                "the parent's epoch is unchanged"
+            assert!(
+                fork::epoch() > epoch_before,
+                "the prepare handler bumped the parent's epoch"
             );
             let mut parent = vec![0u8; 4096];
             for chunk in parent.chunks_mut(32) {
@@ -888,6 +924,94 @@ mod tests {
         .unwrap();
     }
 
+    /// A library that registered its own fork child handler before fkrng's first read has
+    /// it run first in the child; where that handler reads fkrng, with wipe-on-fork off,
+    /// it must not get the parent's next bytes (the prepare handler moved the epoch before
+    /// the fork). Needs a process in which fkrng has not registered its handlers yet, so
+    /// the test runs itself again in a new process.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_child_handler_registered_before_fkrng_gets_fresh_bytes() {
+        const NAME: &str =
+            "thread::tests::a_child_handler_registered_before_fkrng_gets_fresh_bytes";
+        const IN_NEW_PROCESS: &str = "FKRNG_TEST_IN_NEW_PROCESS";
+        if std::env::var_os(IN_NEW_PROCESS).is_some() {
+            return child_handler_order_in_this_process();
+        }
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", NAME, "--nocapture", "--test-threads=1"])
+            .env(IN_NEW_PROCESS, "1")
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{text}");
+        assert!(
+            text.contains("the earlier child handler read fresh bytes"),
+            "{text}"
+        );
+    }
+
+    #[cfg(target_os = "linux")]
+    fn child_handler_order_in_this_process() {
+        use core::sync::atomic::AtomicU8;
+        static READ_IN_CHILD: [AtomicU8; 32] = [const { AtomicU8::new(0) }; 32];
+        extern "C" fn earlier_child_handler() {
+            let mut out = [0u8; 32];
+            if crate::try_fill(&mut out).is_ok() {
+                for (slot, b) in READ_IN_CHILD.iter().zip(out) {
+                    slot.store(b, Ordering::Relaxed);
+                }
+            }
+        }
+        assert_eq!(
+            crate::fork_protection(),
+            None,
+            "fkrng was set up before the handler"
+        );
+        // SAFETY: registers a handler that lives for the whole program.
+        assert_eq!(
+            unsafe { libc::pthread_atfork(None, None, Some(earlier_child_handler)) },
+            0
+        );
+        fork::test_hook::WITHOUT_WIPE_ON_FORK.set(true);
+        crate::fill(&mut [0u8; 16]);
+        let child = in_child(false, || {
+            Some(core::array::from_fn(|i| {
+                READ_IN_CHILD[i].load(Ordering::Relaxed)
+            }))
+        });
+        let parent_next = next_32().unwrap();
+        assert_ne!(child, [0u8; 32], "the handler's read failed in the child");
+        assert_ne!(
+            child, parent_next,
+            "the earlier child handler read the parent's next bytes"
+        );
+        println!("the earlier child handler read fresh bytes");
+    }
+
+    /// When the fork handlers cannot be registered, a thread sets up no state and its read
+    /// fails; the next read tries again.
+    #[test]
+    fn no_state_is_set_up_without_fork_handlers() {
+        std::thread::spawn(|| {
+            let failed = set_up(|| Err(Error::fork_handler(libc::ENOMEM)));
+            assert_eq!(failed, Err(Error::fork_handler(libc::ENOMEM)));
+            assert!(STATE.get().is_null(), "the slot is left for a later try");
+            assert!(OWNER.with(|o| {
+                let pages = o.0.take();
+                let none = pages.is_none();
+                o.0.set(pages);
+                none
+            }));
+            let mut out = [0u8; 16];
+            try_fill(&mut out).unwrap();
+            assert!(!STATE.get().is_null() && STATE.get() != UNAVAILABLE);
+        })
+        .join()
+        .unwrap();
+    }
+
     /// `crate::reseed` on a live thread: the bytes that would have come next (the rest of
     /// the buffer, then a refill under the old key) are not what comes next.
     #[test]
@@ -897,14 +1021,18 @@ mod tests {
             let p = STATE.get();
             // SAFETY: this thread's live state; no read runs while we look at it.
             let (rest_of_buffer, key) = unsafe {
-                let core = &(*p).core;
+                let core = &(*p).state.core;
                 (core.buffer()[16..].to_vec(), *core.key())
             };
             let mut after_buffer = [0u8; 32];
             <crate::FkeRng as rand_core::SeedableRng>::from_seed(key).fill(&mut after_buffer);
             crate::reseed().unwrap();
             // SAFETY: as above.
-            assert_eq!(unsafe { (*p).core.available() }, 0, "buffer discarded");
+            assert_eq!(
+                unsafe { (*p).state.core.available() },
+                0,
+                "buffer discarded"
+            );
             let mut out = [0u8; 32];
             crate::fill(&mut out);
             assert_ne!(out[..], rest_of_buffer[..32]);
@@ -917,7 +1045,7 @@ mod tests {
     #[test]
     fn slot_is_pointer_sized() {
         assert_eq!(
-            size_of::<Cell<*mut ThreadState>>(),
+            size_of::<Cell<*mut Slot>>(),
             size_of::<usize>(),
             "the thread-local slot holds only a pointer"
         );

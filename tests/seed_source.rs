@@ -279,7 +279,8 @@ mod linux {
     }
 
     pub(super) fn main() {
-        let scenarios: [(&str, fn() -> i32); 2] = [
+        type Scenario = (&'static str, fn() -> i32);
+        let scenarios: [Scenario; 2] = [
             (
                 "a reused descriptor number is never read as a seed",
                 reused_descriptor,
