@@ -250,6 +250,11 @@ impl fmt::Debug for Core {
 /// It implements [`rand_core::SeedableRng`] with a 32-byte seed and
 /// [`rand_core::TryRng`]/[`rand_core::TryCryptoRng`] with `Infallible` errors, so it is a
 /// [`rand_core::Rng`] and [`rand_core::CryptoRng`].
+///
+/// `SeedableRng`'s provided `seed_from_u64` works too, but its seed is a 64-bit number
+/// (2^64 possible streams, found by trying them all): for reproducible tests and
+/// simulations only, never for keys, nonces or anything secret. Seed from 32 secret bytes
+/// (`from_seed`), or use the thread-local generator.
 /// The features `rand_core_0_6` and `rand_core_0_9` add those generations' `RngCore`,
 /// `CryptoRng` and `SeedableRng` (same seed, same stream), also without `std`.
 ///

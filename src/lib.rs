@@ -128,7 +128,8 @@ fn fill_failed(e: Error) -> ! {
 /// all-zero or inherited key; the next call tries the OS again.
 ///
 /// # Errors
-/// [`Error`] when the OS random source (`getrandom`) fails or returns only zero bytes.
+/// [`Error`] when the OS random source (`getrandom`) fails or returns only zero bytes, or
+/// when the thread's first read cannot register the fork handler (`pthread_atfork`).
 #[cfg(feature = "std")]
 #[inline]
 pub fn try_fill(dest: &mut [u8]) -> Result<(), Error> {
