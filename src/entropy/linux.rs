@@ -80,7 +80,12 @@ fn open_device((path, major, minor): (&CStr, u32, u32)) -> Result<Descriptor, Er
         return Err(Error::from_errno(errno()));
     }
     let is_char = st.st_mode & libc::S_IFMT == libc::S_IFCHR;
-    if !is_char || libc::major(st.st_rdev) != major || libc::minor(st.st_rdev) != minor {
+    // `major` and `minor` return `u32` on glibc and musl, `c_int` on Android.
+    let number = (
+        i64::from(libc::major(st.st_rdev)),
+        i64::from(libc::minor(st.st_rdev)),
+    );
+    if !is_char || number != (i64::from(major), i64::from(minor)) {
         return Err(Error::NOT_RANDOM_DEVICE);
     }
     Ok(fd)
