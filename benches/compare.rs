@@ -2,11 +2,16 @@
 //! criterion group with every peer measured in the same run:
 //!
 //! - `fill`: fills of 1 B to 1 MiB.
-//! - `int`: one `u32` / `u64`.
+//! - `int`: one `u32` / `u64` (`fkrng::u32()`, and `next_u32` through a held `fkrng::rng()`
+//!   handle, against a held `rand::rng()` handle).
+//! - `sample`: `rand`'s extension methods through each generator's handle:
+//!   `random_range(0..1000)` and a shuffle of 1000 elements.
 //! - `array`: a 12-byte nonce and a 32-byte key.
-//! - `threads`: aggregate throughput of 16-byte fills from 1, 2 and 4 threads.
+//! - `threads`: aggregate throughput of 16-byte fills from 1, 2, 4, 64 and 512 threads.
 //! - `first_read`: the first 16-byte read in a new thread (seeding and set-up), timed inside
-//!   the thread.
+//!   the thread: `fkrng` takes the wiped state of an exited thread (threads run one after
+//!   another), `fkrng (new mapping)` maps new state pages (16 threads holding every spare
+//!   state stay alive meanwhile).
 //!
 //! Peers: `rand::rng()` (rand 0.10, ChaCha12), raw `chacha20::ChaCha20Rng` (no key erasure),
 //! `getrandom::fill` (the system call), the Linux vDSO getrandom called directly through the
@@ -142,6 +147,8 @@ fn int(c: &mut Criterion) {
     let mut vdso = vdso::Vdso::new();
     g.throughput(Throughput::Bytes(4));
     g.bench_function("fkrng/u32", |b| b.iter(fkrng::u32));
+    let mut fk_rng = fkrng::rng();
+    g.bench_function("fkrng::rng()/next_u32", |b| b.iter(|| fk_rng.next_u32()));
     g.bench_function("rand::rng()/u32", |b| b.iter(|| rand_rng.next_u32()));
     g.bench_function("ChaCha20Rng/u32", |b| b.iter(|| chacha.next_u32()));
     if let Some(v) = vdso.as_mut() {
@@ -158,6 +165,7 @@ fn int(c: &mut Criterion) {
     });
     g.throughput(Throughput::Bytes(8));
     g.bench_function("fkrng/u64", |b| b.iter(fkrng::u64));
+    g.bench_function("fkrng::rng()/next_u64", |b| b.iter(|| fk_rng.next_u64()));
     g.bench_function("rand::rng()/u64", |b| b.iter(|| rand_rng.next_u64()));
     g.bench_function("ChaCha20Rng/u64", |b| b.iter(|| chacha.next_u64()));
     if let Some(v) = vdso.as_mut() {
@@ -171,6 +179,30 @@ fn int(c: &mut Criterion) {
     }
     g.bench_function("getrandom syscall/u64", |b| {
         b.iter(|| getrandom::u64().expect("getrandom"))
+    });
+    g.finish();
+}
+
+/// `rand`'s extension methods, which draw through `next_u32`/`next_u64`: one uniform
+/// integer below 1000, and a Fisher-Yates shuffle of 1000 elements (999 such draws).
+fn sample(c: &mut Criterion) {
+    use rand::RngExt;
+    use rand::seq::SliceRandom;
+    let mut g = c.benchmark_group(group_name("sample"));
+    let mut fk_rng = fkrng::rng();
+    let mut rand_rng = rand::rng();
+    g.bench_function("fkrng::rng()/random_range", |b| {
+        b.iter(|| fk_rng.random_range(0..1000u32))
+    });
+    g.bench_function("rand::rng()/random_range", |b| {
+        b.iter(|| rand_rng.random_range(0..1000u32))
+    });
+    let mut items: Vec<u32> = (0..1000).collect();
+    g.bench_function("fkrng::rng()/shuffle 1000", |b| {
+        b.iter(|| items.shuffle(&mut fk_rng))
+    });
+    g.bench_function("rand::rng()/shuffle 1000", |b| {
+        b.iter(|| items.shuffle(&mut rand_rng))
     });
     g.finish();
 }
@@ -260,7 +292,7 @@ fn threads(c: &mut Criterion) {
     let mut g = c.benchmark_group(group_name("threads"));
     g.sampling_mode(SamplingMode::Flat);
     g.sample_size(20);
-    for k in [1usize, 2, 4] {
+    for k in [1usize, 2, 4, 64, 512] {
         // One iteration: 10,000 16-byte reads on each of the `k` threads.
         g.throughput(Throughput::Bytes(SMALL as u64 * READS_PER_ITER * k as u64));
         g.bench_with_input(BenchmarkId::new("fkrng", k), &k, |b, &k| {
@@ -296,12 +328,61 @@ fn first_reads(iters: u64, read: fn()) -> Duration {
         .sum()
 }
 
+/// As [`first_reads`], but every measured thread maps new state pages: 16 threads that
+/// have read (holding every spare state) and the measured threads of a batch of 32 stay
+/// alive until the batch is done, so that no state is released in between.
+fn first_reads_new_mapping(iters: u64, read: fn()) -> Duration {
+    const HOLDERS: usize = 16;
+    const BATCH: u64 = 32;
+    let mut total = Duration::ZERO;
+    let mut left = iters;
+    while left > 0 {
+        let batch = left.min(BATCH);
+        left -= batch;
+        let held = Barrier::new(HOLDERS + 1);
+        let release = Barrier::new(HOLDERS + batch as usize + 1);
+        total += std::thread::scope(|s| {
+            for _ in 0..HOLDERS {
+                s.spawn(|| {
+                    read();
+                    held.wait();
+                    release.wait();
+                });
+            }
+            held.wait();
+            let timed: Vec<_> = (0..batch)
+                .map(|_| {
+                    let (tx, rx) = std::sync::mpsc::channel();
+                    let release = &release;
+                    s.spawn(move || {
+                        let start = Instant::now();
+                        read();
+                        tx.send(start.elapsed()).expect("send");
+                        release.wait();
+                    });
+                    rx.recv().expect("timed read")
+                })
+                .collect();
+            release.wait();
+            timed.into_iter().sum::<Duration>()
+        });
+    }
+    total
+}
+
 fn first_read(c: &mut Criterion) {
     let mut g = c.benchmark_group(group_name("first_read"));
     g.throughput(Throughput::Bytes(SMALL as u64));
     g.bench_function("fkrng", |b| {
         b.iter_custom(|iters| {
             first_reads(iters, || {
+                black_box(fkrng::array::<SMALL>());
+            })
+        })
+    });
+    g.bench_function("fkrng (new mapping)", |b| {
+        b.iter_custom(|iters| {
+            first_reads_new_mapping(iters, || {
                 black_box(fkrng::array::<SMALL>());
             })
         })
@@ -328,6 +409,6 @@ fn config() -> Criterion {
 criterion_group! {
     name = benches;
     config = config();
-    targets = fill, int, array, threads, first_read
+    targets = fill, int, sample, array, threads, first_read
 }
 criterion_main!(benches);

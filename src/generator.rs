@@ -87,8 +87,11 @@ impl Core {
     #[inline(always)]
     pub(crate) fn serve(&mut self, dest: &mut [u8]) {
         debug_assert!(dest.len() <= self.avail);
-        let start = REFILL_LEN - self.avail;
-        let src = &mut self.block.as_flattened_mut()[start..start + dest.len()];
+        // The unserved tail, then its first `dest.len()` bytes: written this way, the bounds
+        // checks fold into the caller's `dest.len() <= avail` test.
+        let buffer = self.block.as_flattened_mut();
+        let unserved = &mut buffer[REFILL_LEN - self.avail..];
+        let src = &mut unserved[..dest.len()];
         if dest.len() <= 64 {
             take_small(dest, src);
         } else {

@@ -107,7 +107,7 @@ pub use thread::{RESEED_INTERVAL_NS, RESEED_MIN_BYTES};
 /// thread's first read maps and registers its state, which is not async-signal-safe; do not
 /// make it from a signal handler.
 #[cfg(feature = "std")]
-#[inline]
+#[inline(always)]
 pub fn fill(dest: &mut [u8]) {
     if let Err(e) = thread::try_fill(dest) {
         fill_failed(e)
@@ -131,7 +131,7 @@ fn fill_failed(e: Error) -> ! {
 /// [`Error`] when the OS random source (`getrandom`) fails or returns only zero bytes, or
 /// when the thread's first read cannot register the fork handler (`pthread_atfork`).
 #[cfg(feature = "std")]
-#[inline]
+#[inline(always)]
 pub fn try_fill(dest: &mut [u8]) -> Result<(), Error> {
     thread::try_fill(dest)
 }
@@ -142,7 +142,7 @@ pub fn try_fill(dest: &mut [u8]) -> Result<(), Error> {
 /// # Panics
 /// As [`fill`].
 #[cfg(feature = "std")]
-#[inline]
+#[inline(always)]
 pub fn array<const N: usize>() -> [u8; N] {
     let mut out = [0u8; N];
     fill(&mut out);
@@ -154,7 +154,7 @@ pub fn array<const N: usize>() -> [u8; N] {
 /// # Panics
 /// As [`fill`].
 #[cfg(feature = "std")]
-#[inline]
+#[inline(always)]
 pub fn u32() -> u32 {
     u32::from_le_bytes(array())
 }
@@ -164,7 +164,7 @@ pub fn u32() -> u32 {
 /// # Panics
 /// As [`fill`].
 #[cfg(feature = "std")]
-#[inline]
+#[inline(always)]
 pub fn u64() -> u64 {
     u64::from_le_bytes(array())
 }

@@ -235,7 +235,12 @@ std::thread_local! {
 }
 
 /// Fills `dest` from the calling thread's generator.
-#[inline]
+///
+/// Always inlined, so that a caller's fixed-size read (`u32`, `u64`, `array`) compiles to
+/// the fast path with its length known: the thread-local load, the re-entrancy flag, the
+/// length and epoch checks, and one fixed-width copy and zeroing; everything else is in
+/// out-of-line cold functions.
+#[inline(always)]
 pub(crate) fn try_fill(dest: &mut [u8]) -> Result<(), Error> {
     let p = STATE.get();
     if p.is_null() || p == UNAVAILABLE {

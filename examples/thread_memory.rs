@@ -1,0 +1,64 @@
+//! Memory per thread: starts 10,000 threads (64 KiB stacks) that each make one 16-byte read
+//! and then wait, and prints how much the process's resident memory grew, against the same
+//! threads making no read (`none`) and reading `rand::rng()` instead (`rand`).
+//!
+//! Usage: `thread_memory fkrng|rand|none [THREADS]`. Prints
+//! `reader=… threads=… rss_growth_kib=… per_thread_bytes=…`; the difference between a
+//! reader's figure and `none`'s is what the generator costs per thread.
+
+use rand_core::Rng;
+use std::hint::black_box;
+use std::sync::Barrier;
+
+/// Resident set size of this process in KiB, from `/proc/self/statm` (Linux).
+fn rss_kib() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").expect("/proc/self/statm");
+    let pages: u64 = statm.split_whitespace().nth(1).unwrap().parse().unwrap();
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as u64;
+    pages * page / 1024
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let reader = args.next().unwrap_or_else(|| "fkrng".into());
+    let threads: usize = args.next().map_or(10_000, |n| n.parse().expect("THREADS"));
+    let read: fn() = match reader.as_str() {
+        "fkrng" => || {
+            black_box(fkrng::array::<16>());
+        },
+        "rand" => || {
+            let mut b = [0u8; 16];
+            rand::rng().fill_bytes(&mut b);
+            black_box(b);
+        },
+        "none" => || {},
+        other => {
+            eprintln!("thread_memory: unknown reader {other:?} (fkrng, rand or none)");
+            std::process::exit(2);
+        }
+    };
+    let all_read = Barrier::new(threads + 1);
+    let release = Barrier::new(threads + 1);
+    let before = rss_kib();
+    let grown = std::thread::scope(|s| {
+        for _ in 0..threads {
+            std::thread::Builder::new()
+                .stack_size(64 << 10)
+                .spawn_scoped(s, || {
+                    read();
+                    all_read.wait();
+                    release.wait();
+                })
+                .expect("spawn");
+        }
+        all_read.wait();
+        let grown = rss_kib().saturating_sub(before);
+        release.wait();
+        grown
+    });
+    println!(
+        "reader={reader} threads={threads} rss_growth_kib={grown} per_thread_bytes={}",
+        grown * 1024 / threads as u64
+    );
+}
