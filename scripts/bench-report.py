@@ -26,6 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 PEERS = [
     "fkrng",
+    "fkrng::rng()",
     "rand::rng()",
     "ChaCha20Rng",
     "vDSO getrandom",
@@ -220,6 +221,8 @@ class Report:
         for op in ops:
             row = [f"`{op}`"] + [fmt_time((self.get(build, question, p, op) or {}).get("ns")) for p in peers]
             x = self.ratio(build, question, "fkrng", "rand::rng()", op)
+            if x is None:
+                x = self.ratio(build, question, "fkrng::rng()", "rand::rng()", op)
             row.append("–" if x is None else f"{x:.3g}×")
             rows.append(row)
         out.append(table(["call"] + peers + ["fkrng ÷ rand::rng()"], rows))
@@ -258,11 +261,11 @@ class Report:
                "against a 16-byte read once the thread's generator is set up (the `fill` "
                "group):\n"]
         rows = []
-        for g in ["fkrng", "rand::rng()"]:
+        for g in ["fkrng", "fkrng (new mapping)", "rand::rng()"]:
             r = self.get(build, q, g, "")
             if r is None:
                 continue
-            warm = self.get(build, "fill", g, "16")
+            warm = self.get(build, "fill", g.split(" ")[0], "16")
             rows.append([g, fmt_time(r["ns"]), fmt_time(warm["ns"]) if warm else "–"])
         out.append(table(["generator", "first read in a new thread", "later 16-byte read"],
                          rows))
@@ -294,8 +297,37 @@ class Report:
         out.append(table(["request", "measured", "model"], rows))
         return "\n".join(out) + "\n"
 
+    def pair(self, build, question, a, b):
+        """Time of function/param `a` over `b` (each "function/param") in one group."""
+        ra = self.get(build, question, *a.split("/", 1))
+        rb = self.get(build, question, *b.split("/", 1))
+        return None if ra is None or rb is None else ra["ns"] / rb["ns"]
+
     def targets(self):
         d = "default"
+        for a, b in (("fkrng/u32", "rand::rng()/u32"), ("fkrng::rng()/next_u32", "rand::rng()/u32"),
+                     ("fkrng/u64", "rand::rng()/u64"), ("fkrng::rng()/next_u64", "rand::rng()/u64")):
+            x = self.pair(d, "int", a, b)
+            self.check(f"default, int: {a} time ÷ {b}", x, 1.2, "<=")
+            self.check(f"stretch: default, int: {a} time ÷ {b}", x, 1.0, "<=")
+        for op in ("random_range", "shuffle 1000"):
+            self.check(f"default, sample: fkrng::rng() {op} time ÷ rand::rng()'s",
+                       self.pair(d, "sample", f"fkrng::rng()/{op}", f"rand::rng()/{op}"), 1.2, "<=")
+        self.check("default, fill 1 B: time ÷ rand::rng()",
+                   self.ratio(d, "fill", "fkrng", "rand::rng()", "1"), 1.0, "<=")
+        for g in ("fkrng", "fkrng (new mapping)"):
+            r, rr = self.get(d, "first_read", g, ""), self.get(d, "first_read", "rand::rng()", "")
+            self.check(f"default, first 16-byte read in a new thread, {g}: time ÷ rand::rng()",
+                       None if r is None or rr is None else r["ns"] / rr["ns"], 1.0, "<=")
+        two = rate(self.get(d, "threads", "fkrng", "2"))
+        for k in ("64", "512"):
+            r = rate(self.get(d, "threads", "fkrng", k))
+            self.check(f"default, threads: {k}-thread aggregate ÷ 2-thread",
+                       None if r is None or two is None else r / two, 0.9, ">=")
+        for k in self.params(d, "threads"):
+            a, b = rate(self.get(d, "threads", "fkrng", k)), rate(self.get(d, "threads", "rand::rng()", k))
+            self.check(f"default, threads: {k}-thread aggregate ÷ rand::rng()'s",
+                       None if a is None or b is None else a / b, 1.0, ">=")
         small = ["4", "8", "16", "32", "64"]
         for n in small:
             self.check(f"default, fill {n} B: time ÷ rand::rng()",
@@ -508,6 +540,7 @@ def main():
     for build in BUILDS:
         for sec in (rep.fill_section(build),
                     rep.small_section(build, "int", "Integers"),
+                    rep.small_section(build, "sample", "rand's extension methods through each handle"),
                     rep.small_section(build, "array", "Arrays (nonce and key sizes)"),
                     rep.cost_model(build),
                     rep.threads_section(build),
