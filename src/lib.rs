@@ -73,6 +73,8 @@ mod fork;
 #[doc(hidden)]
 pub mod probe;
 #[cfg(feature = "std")]
+mod snapshot;
+#[cfg(feature = "std")]
 mod thread;
 
 pub use generator::{BUFFER_LEN, FkeRng, KEY_LEN, REFILL_LEN};
@@ -85,6 +87,8 @@ pub use fork::{ForkProtection, fork_protection};
 pub use rng::ThreadRng;
 #[cfg(feature = "rustls")]
 pub use rustls_random::RustlsRandom;
+#[cfg(feature = "std")]
+pub use snapshot::{SnapshotProtection, snapshot_protection};
 #[cfg(feature = "std")]
 pub use thread::{RESEED_INTERVAL_NS, RESEED_MIN_BYTES};
 

@@ -13,6 +13,7 @@ use crate::entropy::{Entropy, Os};
 use crate::fork::{self, Pages};
 use crate::generator::{Core, KEY_LEN};
 use crate::probe::{self, OneOff};
+use crate::snapshot;
 use core::cell::Cell;
 use core::ptr;
 use core::sync::atomic::{Ordering, compiler_fence};
@@ -81,6 +82,8 @@ struct Lifecycle {
     budget: u64,
     /// [`Clock::now_ns`] at the last (re)seed.
     seeded_at_ns: u64,
+    /// The VM generation counter ([`snapshot::generation`]) at the last (re)seed.
+    generation: u64,
 }
 
 impl Lifecycle {
@@ -110,11 +113,14 @@ impl ThreadState {
         })
     }
 
-    /// The small-read fast path: a length check, one relaxed atomic load of the epoch, a copy
-    /// and a zeroing.
+    /// The small-read fast path: a length check, one relaxed atomic load of the epoch, two
+    /// loads of the VM generation counter (its address, its value), a copy and a zeroing.
     #[inline(always)]
     fn fill(&mut self, dest: &mut [u8]) -> Result<(), Error> {
-        if dest.len() <= self.core.available() && self.life.epoch == fork::epoch() {
+        if dest.len() <= self.core.available()
+            && self.life.epoch == fork::epoch()
+            && self.life.generation == snapshot::generation()
+        {
             self.core.serve(dest);
             Ok(())
         } else {
@@ -122,8 +128,9 @@ impl ThreadState {
         }
     }
 
-    /// Seeds or reseeds if the state is unseeded or from an older epoch (fork, `reseed_all`),
-    /// then fills, reseeding periodically before a refill or direct fill.
+    /// Seeds or reseeds if the state is unseeded, from an older epoch (fork, `reseed_all`) or
+    /// from another VM generation (snapshot restore), then fills, reseeding periodically
+    /// before a refill or direct fill.
     #[cold]
     #[inline(never)]
     fn fill_slow(
@@ -136,9 +143,13 @@ impl ThreadState {
             // Nothing to produce: no (re)seed, so no OS read and no OS error.
             return Ok(());
         }
-        if !self.life.seeded || self.life.epoch != fork::epoch() {
-            // Strict: no output from an unseeded or inherited key.
+        let restored = self.life.seeded && self.life.generation != snapshot::generation();
+        if !self.life.seeded || self.life.epoch != fork::epoch() || restored {
+            // Strict: no output from an unseeded, inherited or restored key.
             self.reseed(os, clock)?;
+            if restored {
+                probe::count_snapshot_reseed();
+            }
         }
         let Self { core, life, .. } = self;
         core.fill_with(dest, |core, bytes| {
@@ -162,12 +173,14 @@ impl ThreadState {
     /// An unseeded state has `K = 0`, so this is also the first seeding.
     fn reseed(&mut self, os: &mut impl Entropy, clock: &impl Clock) -> Result<(), Error> {
         let epoch = fork::epoch();
+        let generation = snapshot::settled_generation();
         let mut s = [0u8; KEY_LEN];
         let draw = os.seed(&mut s)?;
         self.core.mix_key(&s);
         s.zeroize();
         self.life.seeded = true;
         self.life.epoch = epoch;
+        self.life.generation = generation;
         self.life.restart(draw, clock.now_ns());
         Ok(())
     }
@@ -399,8 +412,24 @@ pub(crate) fn state_range() -> Option<(usize, usize)> {
     })
 }
 
+/// What this thread's state would serve next without a reseed (the unserved rest of its
+/// buffer, then keystream under its key) and the VM generation it last reseeded at; `None`
+/// before its first read. For tests of reseed triggers in other modules.
 #[cfg(test)]
-mod tests {
+pub(crate) fn unreseeded_continuation() -> Option<(Vec<u8>, [u8; KEY_LEN], u64)> {
+    let p = STATE.get();
+    if p.is_null() || p == UNAVAILABLE {
+        return None;
+    }
+    // SAFETY: this thread's live state; no read runs on this thread during the call.
+    let st = unsafe { &*p };
+    let buffer = st.core.buffer();
+    let rest = buffer[buffer.len() - st.core.available()..].to_vec();
+    Some((rest, *st.core.key(), st.life.generation))
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
     use super::*;
 
     /// What a thread's state held just before its owner wiped and released it.
@@ -792,7 +821,7 @@ mod tests {
     /// `clone` system call (none run) and returns the 32 bytes it sends back through a pipe.
     /// The child only reads the generator, writes and `_exit`s.
     #[cfg(target_os = "linux")]
-    fn in_child(raw_clone: bool, child: fn() -> Option<[u8; 32]>) -> [u8; 32] {
+    pub(crate) fn in_child(raw_clone: bool, child: fn() -> Option<[u8; 32]>) -> [u8; 32] {
         let mut fds = [0; 2];
         // SAFETY: `fds` has room for the two descriptors.
         assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
