@@ -87,6 +87,9 @@ pub use fork::{ForkProtection, fork_protection};
 pub use rng::ThreadRng;
 #[cfg(feature = "rustls")]
 pub use rustls_random::RustlsRandom;
+#[cfg(all(feature = "std", fkrng_test_hooks))]
+#[doc(hidden)]
+pub use snapshot::test_hooks as snapshot_test_hooks;
 #[cfg(feature = "std")]
 pub use snapshot::{SnapshotProtection, snapshot_protection};
 #[cfg(feature = "std")]
@@ -200,7 +203,9 @@ pub fn reseed() -> Result<(), Error> {
 ///
 /// Call it where the whole process may have been duplicated without a `fork`: right after a
 /// VM snapshot is restored (Firecracker, AWS Lambda SnapStart, QEMU savevm/loadvm), or after
-/// a process checkpoint is restored (CRIU). Every clone of a snapshot would otherwise replay
+/// a process checkpoint is restored (CRIU). Where [`snapshot_protection`] reports
+/// [`SnapshotProtection::VmGenerationCounter`], VM snapshot restores are detected without
+/// this call; it stays harmless there (one extra reseed per thread). Every clone of a snapshot would otherwise replay
 /// the same stream. A reseed that fails after this call makes that thread's next read fail
 /// (`try_fill` returns the error, `fill` panics) rather than emit from the old state.
 #[cfg(feature = "std")]

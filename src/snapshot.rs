@@ -7,10 +7,12 @@
 //! A hypervisor that offers VMClock (Firecracker, QEMU) exposes one page of shared memory
 //! holding a little-endian `struct vmclock_abi`; Linux's `ptp_vmclock` driver lets user space
 //! map it read-only through the misc device `/dev/vmclock0` (exactly one page, at offset 0,
-//! `PROT_READ` only). The fields used here, as in `include/uapi/linux/vmclock-abi.h` of the
-//! kernel (checked against the version that carries `vm_generation_counter` and
-//! `VMCLOCK_FLAG_VM_GEN_COUNTER_PRESENT`, Linux 6.15 and later; the first version of the
-//! header, Linux 6.13, has neither):
+//! `PROT_READ` only). The fields used here, as in the kernel's
+//! `include/uapi/linux/vmclock-abi.h` (offsets worked out from the header in torvalds/linux
+//! at commit 3495064b, the version that has `vm_generation_counter` and
+//! `VMCLOCK_FLAG_VM_GEN_COUNTER_PRESENT`; earlier versions of the header end after
+//! `time_maxerror_*` and have neither), and the driver's `mmap` rules from
+//! `drivers/ptp/ptp_vmclock.c` at commit 1a7c3068:
 //!
 //! | offset | size | field                   | use                                        |
 //! |-------:|-----:|-------------------------|--------------------------------------------|
@@ -191,6 +193,8 @@ fn probe_once() {
     }
     match map_device() {
         Some(region) => {
+            #[cfg(fkrng_test_hooks)]
+            test_hooks::DEVICE_COUNTER.store(region.counter().cast_mut(), Ordering::Relaxed);
             COUNTER
                 .0
                 .store(region.counter().cast_mut(), Ordering::Release);
@@ -216,7 +220,17 @@ fn device_path() -> std::ffi::OsString {
     target_pointer_width = "64"
 ))]
 fn map_device() -> Option<Region> {
-    map(std::path::Path::new(&device_path())).ok()
+    let mapped = map(std::path::Path::new(&device_path()));
+    // Test runs that must have the stand-in (the lifecycle tests re-run with it present)
+    // stop here rather than pass without it.
+    #[cfg(fkrng_test_hooks)]
+    if let Err(why) = &mapped
+        && std::env::var_os("FKRNG_TEST_VMCLOCK_MUST_MAP").is_some()
+    {
+        eprintln!("fkrng test hooks: the stand-in was refused: {why:?}");
+        std::process::abort();
+    }
+    mapped.ok()
 }
 
 #[cfg(not(all(
@@ -375,6 +389,34 @@ impl Region {
             return Err(Unusable::NoCounter);
         }
         Ok(())
+    }
+}
+
+/// Hooks for the snapshot tests and benchmark, built only with `--cfg fkrng_test_hooks`
+/// (never part of a release build or of the API): the stand-in's path comes from
+/// `FKRNG_TEST_VMCLOCK_PATH` (see [`device_path`]), and [`test_hooks::follow_device`]
+/// switches the process between the mapped counter and the fallback word, so that one
+/// benchmark run can measure reads both ways.
+#[cfg(fkrng_test_hooks)]
+pub mod test_hooks {
+    use super::{COUNTER, UNMAPPED};
+    use core::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+
+    /// The mapped counter, once the probe succeeded.
+    pub(super) static DEVICE_COUNTER: AtomicPtr<AtomicU64> = AtomicPtr::new(core::ptr::null_mut());
+
+    /// Points every thread's check at the mapped counter (`true`, if the probe mapped one)
+    /// or at the fallback word (`false`); each thread reseeds once at its next read, as the
+    /// value it compares with changes. Returns whether the mapped counter is followed.
+    pub fn follow_device(on: bool) -> bool {
+        let device = DEVICE_COUNTER.load(Ordering::Relaxed);
+        let target = if on && !device.is_null() {
+            device
+        } else {
+            core::ptr::addr_of!(UNMAPPED).cast_mut()
+        };
+        COUNTER.0.store(target, Ordering::Release);
+        !core::ptr::eq(target, &UNMAPPED)
     }
 }
 
