@@ -730,7 +730,10 @@ mod tests {
                     fence(Ordering::Release);
                     s.u32(OFFSET_VM_GENERATION_COUNTER)
                         .store(k as u32, Ordering::Relaxed);
-                    std::hint::spin_loop();
+                    // A slow writer: a wide window in which the halves disagree.
+                    for _ in 0..32 {
+                        std::hint::spin_loop();
+                    }
                     s.u32(OFFSET_VM_GENERATION_COUNTER + 4)
                         .store(k as u32, Ordering::Relaxed);
                     fence(Ordering::Release);
