@@ -414,8 +414,13 @@ pub(crate) fn state_range() -> Option<(usize, usize)> {
 
 /// What this thread's state would serve next without a reseed (the unserved rest of its
 /// buffer, then keystream under its key) and the VM generation it last reseeded at; `None`
-/// before its first read. For tests of reseed triggers in other modules.
-#[cfg(test)]
+/// before its first read. For the snapshot tests (little-endian 64-bit Linux).
+#[cfg(all(
+    test,
+    target_os = "linux",
+    target_endian = "little",
+    target_pointer_width = "64"
+))]
 pub(crate) fn unreseeded_continuation() -> Option<(Vec<u8>, [u8; KEY_LEN], u64)> {
     let p = STATE.get();
     if p.is_null() || p == UNAVAILABLE {
@@ -650,6 +655,28 @@ pub(crate) mod tests {
         assert_eq!(os.calls, 2);
         assert_eq!(st.life.epoch, fork::epoch());
         assert_ne!(*st.core.key(), key_before);
+    }
+
+    #[test]
+    fn generation_change_reseeds_before_output_and_failure_is_fatal() {
+        let mut st = ThreadState::zeroed();
+        let mut os = FakeOs::working();
+        let clock = FakeClock(Cell::new(0));
+        read(&mut st, 16, &mut os, &clock);
+        let (buffer_left, key_before) = (st.core.available(), *st.core.key());
+        // As if a snapshot restore had changed the VM generation counter.
+        st.life.generation = st.life.generation.wrapping_add(1);
+        os.fail = true;
+        let mut out = [0u8; 16];
+        assert!(st.fill_slow(&mut out, &mut os, &clock).is_err());
+        assert_eq!(out, [0u8; 16], "nothing served from the restored state");
+        assert_eq!(st.core.available(), buffer_left);
+        os.fail = false;
+        let out = read(&mut st, 16, &mut os, &clock);
+        assert_eq!(os.calls, 2);
+        assert_ne!(*st.core.key(), key_before);
+        assert_eq!(st.life.generation, snapshot::generation());
+        assert_ne!(out, [0u8; 16]);
     }
 
     #[test]
