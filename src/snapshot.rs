@@ -111,8 +111,10 @@ static PROBE: AtomicU8 = AtomicU8::new(UNKNOWN);
 /// until the first thread has seeded (the device is probed then).
 ///
 /// Linux only, on little-endian 64-bit hosts; every other platform reports
-/// [`SnapshotProtection::ManualOnly`]. See `docs/SECURITY.md` for the hypervisors and
-/// kernels that provide the counter.
+/// [`SnapshotProtection::ManualOnly`]. Never fails or panics: an unusable device is
+/// reported as `ManualOnly`. The device is the one of Linux's `ptp_vmclock` driver
+/// (`drivers/ptp/ptp_vmclock.c`, ABI in `include/uapi/linux/vmclock-abi.h`); see
+/// `docs/SECURITY.md` for the hypervisors and kernels that provide the counter.
 pub fn snapshot_protection() -> Option<SnapshotProtection> {
     match PROBE.load(Ordering::Acquire) {
         MAPPED => Some(SnapshotProtection::VmGenerationCounter),
