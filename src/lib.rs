@@ -8,8 +8,9 @@
 //! copies from the thread's buffer: no system call, no lock, no heap allocation.
 //!
 //! The thread's generator reseeds from the OS every 1 to 2 MiB of output (a random budget)
-//! or 60 seconds, in a forked child before its first output, and on request
-//! ([`reseed`], [`reseed_all`]).
+//! or 60 seconds, in a forked child before its first output, in a Linux guest restored from a
+//! VM snapshot when the VMClock generation counter is mapped ([`snapshot_protection`]), and
+//! on request ([`reseed`], [`reseed_all`]).
 //!
 //! ```
 //! // A 96-bit AEAD nonce and a 256-bit key.
@@ -37,7 +38,8 @@
 //! cipher crate's own nonce type drawn from [`rng()`]; a 192-bit XChaCha20-Poly1305 nonce is
 //! `fkrng::array::<24>()`. Random 96-bit nonces allow at most 2^32 messages per key (NIST
 //! SP 800-38D); a forked child never repeats its parent's nonces, and after a VM snapshot or
-//! checkpoint restore call [`reseed_all`]. The [`nonces`] module has the details and the
+//! checkpoint restore call [`reseed_all`] (not needed for VM restores where
+//! [`snapshot_protection`] reports the VMClock generation counter). The [`nonces`] module has the details and the
 //! examples (`examples/aead_nonce.rs`, `examples/seal_file_nonce.rs`).
 //!
 //! # Crate features
