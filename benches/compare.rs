@@ -12,6 +12,8 @@
 //!   the thread: `fkrng` takes the wiped state of an exited thread (threads run one after
 //!   another), `fkrng (new mapping)` maps new state pages (16 threads holding every spare
 //!   state stay alive meanwhile).
+//! - `snapshot` (only in builds with `--cfg fkrng_test_hooks`): reads with the VM generation
+//!   counter of a stand-in device mapped and without.
 //!
 //! Peers: `rand::rng()` (rand 0.10, ChaCha12), raw `chacha20::ChaCha20Rng` (no key erasure),
 //! `getrandom::fill` (the system call), the Linux vDSO getrandom called directly through the
@@ -399,6 +401,39 @@ fn first_read(c: &mut Criterion) {
     g.finish();
 }
 
+/// `snapshot` (builds with `--cfg fkrng_test_hooks` only; `scripts/bench-snapshot.sh`): the
+/// cost of following the VM generation counter. 4- and 16-byte fills with every thread's
+/// check pointed at a mapped stand-in of the VMClock page, then at the fallback word used
+/// when no device is mapped, alternating three rounds in one run, with `rand::rng()` for
+/// the 4-byte ratio.
+#[cfg(fkrng_test_hooks)]
+fn snapshot(c: &mut Criterion) {
+    let mut g = c.benchmark_group(group_name("snapshot"));
+    let mut buf = [0u8; SMALL];
+    fkrng::fill(&mut buf); // the first seeding maps the stand-in
+    assert!(
+        fkrng::snapshot_test_hooks::follow_device(true),
+        "no stand-in mapped: run scripts/bench-snapshot.sh"
+    );
+    let mut rand_rng = rand::rng();
+    for round in 1..=3 {
+        for (mode, on) in [("counter mapped", true), ("fallback word", false)] {
+            fkrng::snapshot_test_hooks::follow_device(on);
+            for n in [4, SMALL] {
+                g.throughput(Throughput::Bytes(n as u64));
+                let id = BenchmarkId::new(format!("fkrng, {mode}, round {round}"), n);
+                g.bench_function(id, |b| b.iter(|| fkrng::fill(black_box(&mut buf[..n]))));
+            }
+        }
+        g.throughput(Throughput::Bytes(4));
+        let id = BenchmarkId::new(format!("rand::rng(), round {round}"), 4);
+        g.bench_function(id, |b| {
+            b.iter(|| rand_rng.fill_bytes(black_box(&mut buf[..4])))
+        });
+    }
+    g.finish();
+}
+
 fn config() -> Criterion {
     Criterion::default()
         .warm_up_time(Duration::from_millis(500))
@@ -411,4 +446,13 @@ criterion_group! {
     config = config();
     targets = fill, int, sample, array, threads, first_read
 }
+#[cfg(fkrng_test_hooks)]
+criterion_group! {
+    name = snapshot_benches;
+    config = config();
+    targets = snapshot
+}
+#[cfg(not(fkrng_test_hooks))]
 criterion_main!(benches);
+#[cfg(fkrng_test_hooks)]
+criterion_main!(benches, snapshot_benches);

@@ -37,6 +37,8 @@ BUILDS = {
     "default": "default build",
     "avx512": "built with `--cfg chacha20_avx512`",
 }
+KEPT_START = "<!-- kept by bench-report.py: start -->"
+KEPT_END = "<!-- kept by bench-report.py: end -->"
 README_START = "<!-- bench-report:start -->"
 README_END = "<!-- bench-report:end -->"
 
@@ -547,6 +549,13 @@ def main():
                     rep.first_read_section(build)):
             if sec:
                 md += [sec]
+    # Sections measured by other scripts (scripts/bench-snapshot.sh) are carried over as they
+    # stand between their markers.
+    if args.out.exists():
+        old = args.out.read_text()
+        if KEPT_START in old and KEPT_END in old:
+            kept = old.split(KEPT_START, 1)[1].split(KEPT_END, 1)[0]
+            md += [KEPT_START + kept + KEPT_END, ""]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text("\n".join(md).rstrip() + "\n")
     print(f"bench-report: wrote {args.out}" + (f" and {args.plot}" if plotted else ""))

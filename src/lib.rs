@@ -8,8 +8,9 @@
 //! copies from the thread's buffer: no system call, no lock, no heap allocation.
 //!
 //! The thread's generator reseeds from the OS every 1 to 2 MiB of output (a random budget)
-//! or 60 seconds, in a forked child before its first output, and on request
-//! ([`reseed`], [`reseed_all`]).
+//! or 60 seconds, in a forked child before its first output, in a Linux guest restored from a
+//! VM snapshot when the VMClock generation counter is mapped ([`snapshot_protection`]), and
+//! on request ([`reseed`], [`reseed_all`]).
 //!
 //! ```
 //! // A 96-bit AEAD nonce and a 256-bit key.
@@ -37,7 +38,8 @@
 //! cipher crate's own nonce type drawn from [`rng()`]; a 192-bit XChaCha20-Poly1305 nonce is
 //! `fkrng::array::<24>()`. Random 96-bit nonces allow at most 2^32 messages per key (NIST
 //! SP 800-38D); a forked child never repeats its parent's nonces, and after a VM snapshot or
-//! checkpoint restore call [`reseed_all`]. The [`nonces`] module has the details and the
+//! checkpoint restore call [`reseed_all`] (not needed for VM restores where
+//! [`snapshot_protection`] reports the VMClock generation counter). The [`nonces`] module has the details and the
 //! examples (`examples/aead_nonce.rs`, `examples/seal_file_nonce.rs`).
 //!
 //! # Crate features
@@ -73,6 +75,8 @@ mod fork;
 #[doc(hidden)]
 pub mod probe;
 #[cfg(feature = "std")]
+mod snapshot;
+#[cfg(feature = "std")]
 mod thread;
 
 pub use generator::{BUFFER_LEN, FkeRng, KEY_LEN, REFILL_LEN};
@@ -85,6 +89,11 @@ pub use fork::{ForkProtection, fork_protection};
 pub use rng::ThreadRng;
 #[cfg(feature = "rustls")]
 pub use rustls_random::RustlsRandom;
+#[cfg(all(feature = "std", fkrng_test_hooks))]
+#[doc(hidden)]
+pub use snapshot::test_hooks as snapshot_test_hooks;
+#[cfg(feature = "std")]
+pub use snapshot::{SnapshotProtection, snapshot_protection};
 #[cfg(feature = "std")]
 pub use thread::{RESEED_INTERVAL_NS, RESEED_MIN_BYTES};
 
@@ -197,7 +206,9 @@ pub fn reseed() -> Result<(), Error> {
 ///
 /// Call it where the whole process may have been duplicated without a `fork`: right after a
 /// VM snapshot is restored (Firecracker, AWS Lambda SnapStart, QEMU savevm/loadvm), or after
-/// a process checkpoint is restored (CRIU). Every clone of a snapshot would otherwise replay
+/// a process checkpoint is restored (CRIU). Where [`snapshot_protection`] reports
+/// [`SnapshotProtection::VmGenerationCounter`], VM snapshot restores are detected without
+/// this call; it stays harmless there (one extra reseed per thread). Every clone of a snapshot would otherwise replay
 /// the same stream. A reseed that fails after this call makes that thread's next read fail
 /// (`try_fill` returns the error, `fill` panics) rather than emit from the old state.
 #[cfg(feature = "std")]

@@ -16,6 +16,7 @@ static ONE_OFF_INTERRUPTED: AtomicU64 = AtomicU64::new(0);
 static ONE_OFF_UNAVAILABLE: AtomicU64 = AtomicU64::new(0);
 static STATES_MAPPED: AtomicU64 = AtomicU64::new(0);
 static STATES_REUSED: AtomicU64 = AtomicU64::new(0);
+static SNAPSHOT_RESEEDS: AtomicU64 = AtomicU64::new(0);
 
 /// Why a read was served by a one-off OS-keyed generator instead of the thread's state.
 #[derive(Clone, Copy)]
@@ -75,4 +76,14 @@ pub fn one_off_reads_interrupted() -> u64 {
 /// refused memory.
 pub fn one_off_reads_unavailable() -> u64 {
     ONE_OFF_UNAVAILABLE.load(Relaxed)
+}
+
+pub(crate) fn count_snapshot_reseed() {
+    SNAPSHOT_RESEEDS.fetch_add(1, Relaxed);
+}
+
+/// Reseeds made because the VM generation counter changed since the thread's last reseed
+/// (a snapshot restore), counted after the reseed succeeded.
+pub fn snapshot_reseeds() -> u64 {
+    SNAPSHOT_RESEEDS.load(Relaxed)
 }

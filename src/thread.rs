@@ -13,6 +13,7 @@ use crate::entropy::{Entropy, Os};
 use crate::fork::{self, Pages};
 use crate::generator::{Core, KEY_LEN};
 use crate::probe::{self, OneOff};
+use crate::snapshot;
 use core::cell::Cell;
 use core::ptr;
 use core::sync::atomic::{AtomicBool, Ordering, compiler_fence};
@@ -81,6 +82,8 @@ struct Lifecycle {
     budget: u64,
     /// [`Clock::now_ns`] at the last (re)seed.
     seeded_at_ns: u64,
+    /// The VM generation counter ([`snapshot::generation`]) at the last (re)seed.
+    generation: u64,
 }
 
 impl Lifecycle {
@@ -121,11 +124,14 @@ impl ThreadState {
         })
     }
 
-    /// The small-read fast path: a length check, one relaxed atomic load of the epoch, a copy
-    /// and a zeroing.
+    /// The small-read fast path: a length check, one relaxed atomic load of the epoch, two
+    /// loads of the VM generation counter (its address, its value), a copy and a zeroing.
     #[inline(always)]
     fn fill(&mut self, dest: &mut [u8]) -> Result<(), Error> {
-        if dest.len() <= self.core.available() && self.life.epoch == fork::epoch() {
+        if dest.len() <= self.core.available()
+            && self.life.epoch == fork::epoch()
+            && self.life.generation == snapshot::generation()
+        {
             self.core.serve(dest);
             Ok(())
         } else {
@@ -133,8 +139,9 @@ impl ThreadState {
         }
     }
 
-    /// Seeds or reseeds if the state is unseeded or from an older epoch (fork, `reseed_all`),
-    /// then fills, reseeding periodically before a refill or direct fill.
+    /// Seeds or reseeds if the state is unseeded, from an older epoch (fork, `reseed_all`) or
+    /// from another VM generation (snapshot restore), then fills, reseeding periodically
+    /// before a refill or direct fill.
     #[cold]
     #[inline(never)]
     fn fill_slow(
@@ -147,9 +154,13 @@ impl ThreadState {
             // Nothing to produce: no (re)seed, so no OS read and no OS error.
             return Ok(());
         }
-        if !self.life.seeded || self.life.epoch != fork::epoch() {
-            // Strict: no output from an unseeded or inherited key.
+        let restored = self.life.seeded && self.life.generation != snapshot::generation();
+        if !self.life.seeded || self.life.epoch != fork::epoch() || restored {
+            // Strict: no output from an unseeded, inherited or restored key.
             self.reseed(os, clock)?;
+            if restored {
+                probe::count_snapshot_reseed();
+            }
         }
         let Self { core, life, .. } = self;
         core.fill_with(dest, |core, bytes| {
@@ -173,12 +184,14 @@ impl ThreadState {
     /// An unseeded state has `K = 0`, so this is also the first seeding.
     fn reseed(&mut self, os: &mut impl Entropy, clock: &impl Clock) -> Result<(), Error> {
         let epoch = fork::epoch();
+        let generation = snapshot::settled_generation();
         let mut s = [0u8; KEY_LEN];
         let draw = os.seed(&mut s)?;
         self.core.mix_key(&s);
         s.zeroize();
         self.life.seeded = true;
         self.life.epoch = epoch;
+        self.life.generation = generation;
         self.life.restart(draw, clock.now_ns());
         Ok(())
     }
@@ -436,8 +449,29 @@ pub(crate) fn state_range() -> Option<(usize, usize)> {
     })
 }
 
+/// What this thread's state would serve next without a reseed (the unserved rest of its
+/// buffer, then keystream under its key) and the VM generation it last reseeded at; `None`
+/// before its first read. For the snapshot tests (little-endian 64-bit Linux).
+#[cfg(all(
+    test,
+    target_os = "linux",
+    target_endian = "little",
+    target_pointer_width = "64"
+))]
+pub(crate) fn unreseeded_continuation() -> Option<(Vec<u8>, [u8; KEY_LEN], u64)> {
+    let p = STATE.get();
+    if p.is_null() || p == UNAVAILABLE {
+        return None;
+    }
+    // SAFETY: this thread's live state; no read runs on this thread during the call.
+    let st = unsafe { &(*p).state };
+    let buffer = st.core.buffer();
+    let rest = buffer[buffer.len() - st.core.available()..].to_vec();
+    Some((rest, *st.core.key(), st.life.generation))
+}
+
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// What a thread's state held just before its owner wiped and released it.
@@ -661,6 +695,28 @@ mod tests {
     }
 
     #[test]
+    fn generation_change_reseeds_before_output_and_failure_is_fatal() {
+        let mut st = ThreadState::zeroed();
+        let mut os = FakeOs::working();
+        let clock = FakeClock(Cell::new(0));
+        read(&mut st, 16, &mut os, &clock);
+        let (buffer_left, key_before) = (st.core.available(), *st.core.key());
+        // As if a snapshot restore had changed the VM generation counter.
+        st.life.generation = st.life.generation.wrapping_add(1);
+        os.fail = true;
+        let mut out = [0u8; 16];
+        assert!(st.fill_slow(&mut out, &mut os, &clock).is_err());
+        assert_eq!(out, [0u8; 16], "nothing served from the restored state");
+        assert_eq!(st.core.available(), buffer_left);
+        os.fail = false;
+        let out = read(&mut st, 16, &mut os, &clock);
+        assert_eq!(os.calls, 2);
+        assert_ne!(*st.core.key(), key_before);
+        assert_eq!(st.life.generation, snapshot::generation());
+        assert_ne!(out, [0u8; 16]);
+    }
+
+    #[test]
     fn thread_exit_wipes_state_before_release() {
         // A thread reads 123 bytes (seeding its state and leaving 992 - 123 unserved bytes)
         // and reports where its state lives; its exit must zero every byte of those pages.
@@ -833,7 +889,7 @@ mod tests {
     /// `clone` system call (none run) and returns the 32 bytes it sends back through a pipe.
     /// The child only reads the generator, writes and `_exit`s.
     #[cfg(target_os = "linux")]
-    fn in_child(raw_clone: bool, child: fn() -> Option<[u8; 32]>) -> [u8; 32] {
+    pub(crate) fn in_child(raw_clone: bool, child: fn() -> Option<[u8; 32]>) -> [u8; 32] {
         let mut fds = [0; 2];
         // SAFETY: `fds` has room for the two descriptors.
         assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
