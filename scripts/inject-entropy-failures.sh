@@ -36,7 +36,7 @@ fi
 build() {
     echo "== building the CLI and the first_bytes example (release${2:+, RUSTFLAGS=$2})"
     CARGO_TARGET_DIR=${1:-target} RUSTFLAGS=${2:-} \
-        cargo build --release --features cli --bin fkrng --example first_bytes || exit 1
+        cargo build --release -p fkrng -p fkrng-cli --bin fkrng --example first_bytes || exit 1
 }
 
 # discover TARGET_DIR: sets EX, CLI, PROBE and SEED from an uninjected trace.

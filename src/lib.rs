@@ -43,7 +43,6 @@
 //! # Crate features
 //! - `std` (default): the thread-local generator, OS seeding and [`Error`]. Without it, only
 //!   [`FkeRng`] is built (`no_std`).
-//! - `cli`: builds the `fkrng` command-line tool.
 //! - `rand_core_0_6`, `rand_core_0_9`: the `RngCore`, `CryptoRng` and `SeedableRng` traits of
 //!   those `rand_core` generations for [`FkeRng`] and (with `std`) [`ThreadRng`], for crates
 //!   not yet on `rand_core` 0.10 (`aes-gcm` 0.10, `ed25519-dalek` 2, `rand` 0.8 and 0.9).
