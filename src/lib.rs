@@ -167,6 +167,79 @@ pub fn u64() -> u64 {
     u64::from_le_bytes(array())
 }
 
+/// `N` random bytes from the calling thread's generator, or the OS error that kept the thread
+/// from seeding: the fallible twin of [`array`], for code migrating from
+/// `getrandom::fill(&mut buf)?`.
+///
+/// # Errors
+/// As [`try_fill`].
+#[cfg(feature = "std")]
+#[inline]
+pub fn try_array<const N: usize>() -> Result<[u8; N], Error> {
+    let mut out = [0u8; N];
+    try_fill(&mut out)?;
+    Ok(out)
+}
+
+/// A random `u32` from 4 bytes (little-endian) of the calling thread's generator, or the OS
+/// error that kept the thread from seeding: the fallible twin of [`u32()`].
+///
+/// # Errors
+/// As [`try_fill`].
+#[cfg(feature = "std")]
+#[inline]
+pub fn try_u32() -> Result<u32, Error> {
+    try_array().map(u32::from_le_bytes)
+}
+
+/// A random `u64` from 8 bytes (little-endian) of the calling thread's generator, or the OS
+/// error that kept the thread from seeding: the fallible twin of [`u64()`].
+///
+/// # Errors
+/// As [`try_fill`].
+#[cfg(feature = "std")]
+#[inline]
+pub fn try_u64() -> Result<u64, Error> {
+    try_array().map(u64::from_le_bytes)
+}
+
+/// Fills possibly uninitialised memory with random bytes from the calling thread's generator
+/// and returns it as initialised bytes, as `getrandom::fill_uninit` does: for buffers made
+/// with `Box::new_uninit_slice` or `Vec::spare_capacity_mut`.
+///
+/// `dest` is zeroed first (one pass over its `dest.len()` bytes) so that the generator only
+/// ever writes into initialised memory; then it is filled as by [`fill`].
+///
+/// # Panics
+/// As [`fill`]; [`try_fill_uninit`] returns the error instead.
+#[cfg(feature = "std")]
+#[inline]
+pub fn fill_uninit(dest: &mut [core::mem::MaybeUninit<u8>]) -> &mut [u8] {
+    match try_fill_uninit(dest) {
+        Ok(bytes) => bytes,
+        Err(e) => fill_failed(e),
+    }
+}
+
+/// The fallible twin of [`fill_uninit`]: fills `dest` and returns it as initialised bytes,
+/// or returns the OS error that kept the thread from seeding (then `dest` holds zeros).
+///
+/// # Errors
+/// As [`try_fill`].
+#[cfg(feature = "std")]
+#[inline]
+pub fn try_fill_uninit(dest: &mut [core::mem::MaybeUninit<u8>]) -> Result<&mut [u8], Error> {
+    for byte in dest.iter_mut() {
+        byte.write(0);
+    }
+    // SAFETY: every element of `dest` was initialised just above, and `MaybeUninit<u8>` has
+    // the size, alignment and layout of `u8`, so the same memory is a valid `[u8]` for the
+    // lifetime of the borrow of `dest`.
+    let bytes = unsafe { &mut *(dest as *mut [core::mem::MaybeUninit<u8>] as *mut [u8]) };
+    try_fill(bytes)?;
+    Ok(bytes)
+}
+
 /// A [`ThreadRng`] handle to the calling thread's generator, for APIs that take a
 /// `rand_core` RNG.
 #[cfg(feature = "std")]
