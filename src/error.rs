@@ -9,6 +9,7 @@ use core::fmt;
 /// 32 fresh bytes from the OS. No output is produced in that case: fkrng never falls back
 /// to an unseeded, all-zero or inherited key.
 #[derive(Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 pub struct Error {
     kind: Kind,
 }

@@ -50,6 +50,7 @@
 //! - `rustls`: [`RustlsRandom`], the thread-local generator as a `rustls` 0.23
 //!   `SecureRandom` for a `CryptoProvider` (implies `std`).
 #![cfg_attr(not(any(feature = "std", test)), no_std)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
 
 mod compat;
@@ -60,6 +61,7 @@ mod rng;
 mod rustls_random;
 
 #[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 pub mod nonces;
 
 #[cfg(feature = "std")]
@@ -69,6 +71,7 @@ mod error;
 #[cfg(feature = "std")]
 mod fork;
 #[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 #[doc(hidden)]
 pub mod probe;
 #[cfg(feature = "std")]
@@ -77,14 +80,19 @@ mod thread;
 pub use generator::{BUFFER_LEN, FkeRng, KEY_LEN, REFILL_LEN};
 
 #[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 pub use error::Error;
 #[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 pub use fork::{ForkProtection, fork_protection};
 #[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 pub use rng::ThreadRng;
 #[cfg(feature = "rustls")]
+#[cfg_attr(docsrs, doc(cfg(feature = "rustls")))]
 pub use rustls_random::RustlsRandom;
 #[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 pub use thread::{RESEED_INTERVAL_NS, RESEED_MIN_BYTES};
 
 /// Fills `dest` with random bytes from the calling thread's generator.
@@ -106,6 +114,7 @@ pub use thread::{RESEED_INTERVAL_NS, RESEED_MIN_BYTES};
 /// thread's first read maps and registers its state, which is not async-signal-safe; do not
 /// make it from a signal handler.
 #[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 #[inline]
 pub fn fill(dest: &mut [u8]) {
     if let Err(e) = thread::try_fill(dest) {
@@ -129,6 +138,7 @@ fn fill_failed(e: Error) -> ! {
 /// # Errors
 /// [`Error`] when the OS random source (`getrandom`) fails or returns only zero bytes.
 #[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 #[inline]
 pub fn try_fill(dest: &mut [u8]) -> Result<(), Error> {
     thread::try_fill(dest)
@@ -140,6 +150,7 @@ pub fn try_fill(dest: &mut [u8]) -> Result<(), Error> {
 /// # Panics
 /// As [`fill`].
 #[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 #[inline]
 pub fn array<const N: usize>() -> [u8; N] {
     let mut out = [0u8; N];
@@ -152,6 +163,7 @@ pub fn array<const N: usize>() -> [u8; N] {
 /// # Panics
 /// As [`fill`].
 #[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 #[inline]
 pub fn u32() -> u32 {
     u32::from_le_bytes(array())
@@ -162,6 +174,7 @@ pub fn u32() -> u32 {
 /// # Panics
 /// As [`fill`].
 #[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 #[inline]
 pub fn u64() -> u64 {
     u64::from_le_bytes(array())
@@ -174,6 +187,7 @@ pub fn u64() -> u64 {
 /// # Errors
 /// As [`try_fill`].
 #[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 #[inline]
 pub fn try_array<const N: usize>() -> Result<[u8; N], Error> {
     let mut out = [0u8; N];
@@ -187,6 +201,7 @@ pub fn try_array<const N: usize>() -> Result<[u8; N], Error> {
 /// # Errors
 /// As [`try_fill`].
 #[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 #[inline]
 pub fn try_u32() -> Result<u32, Error> {
     try_array().map(u32::from_le_bytes)
@@ -198,6 +213,7 @@ pub fn try_u32() -> Result<u32, Error> {
 /// # Errors
 /// As [`try_fill`].
 #[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 #[inline]
 pub fn try_u64() -> Result<u64, Error> {
     try_array().map(u64::from_le_bytes)
@@ -213,6 +229,7 @@ pub fn try_u64() -> Result<u64, Error> {
 /// # Panics
 /// As [`fill`]; [`try_fill_uninit`] returns the error instead.
 #[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 #[inline]
 pub fn fill_uninit(dest: &mut [core::mem::MaybeUninit<u8>]) -> &mut [u8] {
     match try_fill_uninit(dest) {
@@ -227,6 +244,7 @@ pub fn fill_uninit(dest: &mut [core::mem::MaybeUninit<u8>]) -> &mut [u8] {
 /// # Errors
 /// As [`try_fill`].
 #[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 #[inline]
 pub fn try_fill_uninit(dest: &mut [core::mem::MaybeUninit<u8>]) -> Result<&mut [u8], Error> {
     for byte in dest.iter_mut() {
@@ -243,6 +261,7 @@ pub fn try_fill_uninit(dest: &mut [core::mem::MaybeUninit<u8>]) -> Result<&mut [
 /// A [`ThreadRng`] handle to the calling thread's generator, for APIs that take a
 /// `rand_core` RNG.
 #[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 #[inline]
 pub fn rng() -> ThreadRng {
     ThreadRng::new()
@@ -258,6 +277,7 @@ pub fn rng() -> ThreadRng {
 /// # Errors
 /// [`Error`] when the OS source fails; the generator then keeps its key.
 #[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 pub fn reseed() -> Result<(), Error> {
     thread::reseed()
 }
@@ -272,6 +292,7 @@ pub fn reseed() -> Result<(), Error> {
 /// the same stream. A reseed that fails after this call makes that thread's next read fail
 /// (`try_fill` returns the error, `fill` panics) rather than emit from the old state.
 #[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 pub fn reseed_all() {
     fork::bump_epoch();
 }

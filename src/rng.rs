@@ -8,6 +8,7 @@ use core::{fmt, marker::PhantomData};
 use rand_core::{TryCryptoRng, TryRng};
 
 #[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 /// A handle to the calling thread's fast-key-erasure generator, for APIs that take a
 /// `rand_core` RNG (`rand_core::Rng`, `CryptoRng`, and through them `rand`'s extension
 /// methods).
@@ -105,6 +106,7 @@ pub struct ThreadRng {
 }
 
 #[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 impl ThreadRng {
     pub(crate) const fn new() -> Self {
         ThreadRng {
@@ -114,6 +116,7 @@ impl ThreadRng {
 }
 
 #[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 impl fmt::Debug for ThreadRng {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ThreadRng").finish_non_exhaustive()
@@ -121,6 +124,7 @@ impl fmt::Debug for ThreadRng {
 }
 
 #[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 impl TryRng for ThreadRng {
     type Error = Infallible;
 
@@ -142,6 +146,7 @@ impl TryRng for ThreadRng {
 }
 
 #[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 impl TryCryptoRng for ThreadRng {}
 
 impl TryRng for FkeRng {
