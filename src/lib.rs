@@ -12,6 +12,7 @@
 //! ([`reseed`], [`reseed_all`]).
 //!
 //! ```
+//! # #[cfg(feature = "std")] { // (the thread-local generator needs `std`)
 //! // A 96-bit AEAD nonce and a 256-bit key.
 //! let nonce: [u8; 12] = fkrng::array();
 //! let key: [u8; 32] = fkrng::array();
@@ -26,6 +27,7 @@
 //! let die: u8 = rng.random_range(1..=6);
 //! assert!((1..=6).contains(&die));
 //! # let _ = (nonce, key);
+//! # }
 //! ```
 //!
 //! For a reproducible stream from a seed, use [`FkeRng`], the same construction without the
