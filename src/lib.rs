@@ -298,9 +298,3 @@ pub fn reseed() -> Result<(), Error> {
 pub fn reseed_all() {
     fork::bump_epoch();
 }
-
-/// The examples of README.md, run as doctests (they use the `rand_core_0_6` and `rustls`
-/// features; `rustls` implies `std`).
-#[cfg(all(doctest, feature = "rand_core_0_6", feature = "rustls"))]
-#[doc = include_str!("../README.md")]
-pub struct ReadmeDoctests;
