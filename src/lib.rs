@@ -183,7 +183,7 @@ pub fn u64() -> u64 {
 }
 
 /// `N` random bytes from the calling thread's generator, or the OS error that kept the thread
-/// from seeding: the fallible twin of [`array`], for code migrating from
+/// from seeding: the fallible twin of [`array()`], for code migrating from
 /// `getrandom::fill(&mut buf)?`.
 ///
 /// # Errors
