@@ -88,7 +88,8 @@ impl Drop for Buffers {
 /// succeeded or failed.
 ///
 /// # Errors
-/// The OS random source's error ([`fkrng::Error`] as `io::Error`) or the write's error.
+/// The OS random source's error ([`fkrng::Error`], whose message names the source) or the
+/// write's error.
 fn stream(
     format: Format,
     count: Option<u64>,
@@ -103,27 +104,28 @@ fn stream(
             None => CHUNK,
         };
         let random = &mut buffers.random[..n];
-        let written = fkrng::try_fill(random)
-            .map_err(|e| io::Error::other(format!("OS random source: {e}")))
-            .and_then(|()| match format {
-                Format::Raw => out.write_all(random).map_err(write_error),
-                Format::Hex => {
-                    let text = &mut buffers.text[..2 * n];
-                    hex::encode_to_slice(&*random, text).expect("2 digits per byte");
-                    let written = out.write_all(text).map_err(write_error);
-                    text.zeroize();
-                    written
-                }
-                Format::Base64 => {
-                    let len = base64::engine::general_purpose::STANDARD
-                        .encode_slice(&*random, &mut buffers.text)
-                        .expect("text buffer holds 4/3 of a chunk");
-                    let text = &mut buffers.text[..len];
-                    let written = out.write_all(text).map_err(write_error);
-                    text.zeroize();
-                    written
-                }
-            });
+        let written =
+            fkrng::try_fill(random)
+                .map_err(io::Error::other)
+                .and_then(|()| match format {
+                    Format::Raw => out.write_all(random).map_err(write_error),
+                    Format::Hex => {
+                        let text = &mut buffers.text[..2 * n];
+                        hex::encode_to_slice(&*random, text).expect("2 digits per byte");
+                        let written = out.write_all(text).map_err(write_error);
+                        text.zeroize();
+                        written
+                    }
+                    Format::Base64 => {
+                        let len = base64::engine::general_purpose::STANDARD
+                            .encode_slice(&*random, &mut buffers.text)
+                            .expect("text buffer holds 4/3 of a chunk");
+                        let text = &mut buffers.text[..len];
+                        let written = out.write_all(text).map_err(write_error);
+                        text.zeroize();
+                        written
+                    }
+                });
         random.zeroize();
         written?;
         if let Some(l) = left.as_mut() {
