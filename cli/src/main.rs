@@ -168,7 +168,7 @@ mod tests {
     #[test]
     fn buffers_are_zeroed_after_writes_and_failed_writes() {
         for format in [Format::Hex, Format::Base64, Format::Raw] {
-            for (count, fail_after) in [(1000u64, usize::MAX), (3 * CHUNK as u64, 1 << 20)] {
+            for (count, fail_after) in [(1000u64, usize::MAX), (2 * CHUNK as u64, 1 << 20)] {
                 let mut sink = Sink {
                     got: Vec::new(),
                     fail_after,
