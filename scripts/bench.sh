@@ -62,7 +62,11 @@ echo "load_after_avx512=$(load)" >>"$info"
 
 echo "== steady-state system calls and allocations"
 if [[ "$(uname -s)" == Linux ]]; then
-    counts=$(scripts/count-syscalls.sh | tee /dev/stderr | grep 'getrandom calls' | sed 's/^count-syscalls: //')
+    # Its report goes to stderr (this script's stdout may be discarded) through the inherited
+    # descriptor: opening the stderr device by path would truncate a log file behind it.
+    syscalls_report=$(scripts/count-syscalls.sh)
+    printf '%s\n' "$syscalls_report" >&2
+    counts=$(grep 'getrandom calls' <<<"$syscalls_report" | sed 's/^count-syscalls: //')
     echo "syscalls=1,000,000 reads of 16 bytes: $counts; no heap allocation after the first read" >>"$info"
 fi
 

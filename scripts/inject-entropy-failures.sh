@@ -35,7 +35,7 @@ fi
 # build: the CLI and the probe example, release profile.
 build() {
     echo "== building the CLI and the first_bytes example (release)"
-    cargo build --release --features cli --bin fkrng --example first_bytes || exit 1
+    cargo build --release -p fkrng -p fkrng-cli --bin fkrng --example first_bytes || exit 1
 }
 
 # discover: sets EX, CLI and SEED from an uninjected trace.

@@ -54,8 +54,8 @@ need() {
 need ent ent
 need dieharder dieharder
 
-echo "== building the fkrng tool (release, feature cli)"
-cargo build --release --features cli --quiet
+echo "== building the fkrng tool (release, package fkrng-cli)"
+cargo build --release -p fkrng-cli --quiet
 BIN=target/release/fkrng
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT

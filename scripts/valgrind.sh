@@ -52,9 +52,9 @@ VG=(valgrind -q --error-exitcode=1 --leak-check=full --show-leak-kinds=definite
 
 echo "== building test binaries, the example and the tool"
 # Test harnesses are the executables under target/debug/deps (the tool itself is not).
-mapfile -t tests < <(cargo test --all-features --no-run --message-format=json 2>/dev/null |
+mapfile -t tests < <(cargo test --workspace --all-features --no-run --message-format=json 2>/dev/null |
     sed -n 's/.*"executable":"\([^"]*\/deps\/[^"]*\)".*/\1/p')
-cargo build --all-features --quiet --example memcheck --bin fkrng
+cargo build --workspace --all-features --quiet --example memcheck --bin fkrng
 [[ ${#tests[@]} -gt 0 ]] || { echo "no test binaries found" >&2; exit 1; }
 
 for t in "${tests[@]}"; do

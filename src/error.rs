@@ -11,6 +11,7 @@ use core::fmt;
 /// produced in that case: fkrng never falls back to an unseeded, all-zero or inherited key,
 /// nor to a state that a fork could duplicate unnoticed.
 #[derive(Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 pub struct Error {
     kind: Kind,
 }

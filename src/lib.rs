@@ -13,6 +13,7 @@
 //! on request ([`reseed`], [`reseed_all`]).
 //!
 //! ```
+//! # #[cfg(feature = "std")] { // (the thread-local generator needs `std`)
 //! // A 96-bit AEAD nonce and a 256-bit key.
 //! let nonce: [u8; 12] = fkrng::array();
 //! let key: [u8; 32] = fkrng::array();
@@ -27,6 +28,7 @@
 //! let die: u8 = rng.random_range(1..=6);
 //! assert!((1..=6).contains(&die));
 //! # let _ = (nonce, key);
+//! # }
 //! ```
 //!
 //! For a reproducible stream from a seed, use [`FkeRng`], the same construction without the
@@ -45,7 +47,6 @@
 //! # Crate features
 //! - `std` (default): the thread-local generator, OS seeding and [`Error`]. Without it, only
 //!   [`FkeRng`] is built (`no_std`).
-//! - `cli`: builds the `fkrng` command-line tool.
 //! - `rand_core_0_6`, `rand_core_0_9`: the `RngCore`, `CryptoRng` and `SeedableRng` traits of
 //!   those `rand_core` generations for [`FkeRng`] and (with `std`) [`ThreadRng`], for crates
 //!   not yet on `rand_core` 0.10 (`aes-gcm` 0.10, `ed25519-dalek` 2, `rand` 0.8 and 0.9).
@@ -53,6 +54,7 @@
 //! - `rustls`: [`RustlsRandom`], the thread-local generator as a `rustls` 0.23
 //!   `SecureRandom` for a `CryptoProvider` (implies `std`).
 #![cfg_attr(not(any(feature = "std", test)), no_std)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
 
 mod compat;
@@ -63,6 +65,7 @@ mod rng;
 mod rustls_random;
 
 #[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 pub mod nonces;
 
 #[cfg(feature = "std")]
@@ -72,6 +75,7 @@ mod error;
 #[cfg(feature = "std")]
 mod fork;
 #[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 #[doc(hidden)]
 pub mod probe;
 #[cfg(feature = "std")]
@@ -82,12 +86,16 @@ mod thread;
 pub use generator::{BUFFER_LEN, FkeRng, KEY_LEN, REFILL_LEN};
 
 #[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 pub use error::Error;
 #[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 pub use fork::{ForkProtection, fork_protection};
 #[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 pub use rng::ThreadRng;
 #[cfg(feature = "rustls")]
+#[cfg_attr(docsrs, doc(cfg(feature = "rustls")))]
 pub use rustls_random::RustlsRandom;
 #[cfg(all(feature = "std", fkrng_test_hooks))]
 #[doc(hidden)]
@@ -95,6 +103,7 @@ pub use snapshot::test_hooks as snapshot_test_hooks;
 #[cfg(feature = "std")]
 pub use snapshot::{SnapshotProtection, snapshot_protection};
 #[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 pub use thread::{RESEED_INTERVAL_NS, RESEED_MIN_BYTES};
 
 /// Fills `dest` with random bytes from the calling thread's generator.
@@ -116,6 +125,7 @@ pub use thread::{RESEED_INTERVAL_NS, RESEED_MIN_BYTES};
 /// thread's first read maps and registers its state, which is not async-signal-safe; do not
 /// make it from a signal handler.
 #[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 #[inline(always)]
 pub fn fill(dest: &mut [u8]) {
     if let Err(e) = thread::try_fill(dest) {
@@ -140,6 +150,7 @@ fn fill_failed(e: Error) -> ! {
 /// [`Error`] when the OS random source (`getrandom`) fails or returns only zero bytes, or
 /// when the thread's first read cannot register the fork handler (`pthread_atfork`).
 #[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 #[inline(always)]
 pub fn try_fill(dest: &mut [u8]) -> Result<(), Error> {
     thread::try_fill(dest)
@@ -151,6 +162,7 @@ pub fn try_fill(dest: &mut [u8]) -> Result<(), Error> {
 /// # Panics
 /// As [`fill`].
 #[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 #[inline(always)]
 pub fn array<const N: usize>() -> [u8; N] {
     let mut out = [0u8; N];
@@ -163,6 +175,7 @@ pub fn array<const N: usize>() -> [u8; N] {
 /// # Panics
 /// As [`fill`].
 #[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 #[inline(always)]
 pub fn u32() -> u32 {
     u32::from_le_bytes(array())
@@ -173,14 +186,94 @@ pub fn u32() -> u32 {
 /// # Panics
 /// As [`fill`].
 #[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 #[inline(always)]
 pub fn u64() -> u64 {
     u64::from_le_bytes(array())
 }
 
+/// `N` random bytes from the calling thread's generator, or the OS error that kept the thread
+/// from seeding: the fallible twin of [`array()`], for code migrating from
+/// `getrandom::fill(&mut buf)?`.
+///
+/// # Errors
+/// As [`try_fill`].
+#[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
+#[inline]
+pub fn try_array<const N: usize>() -> Result<[u8; N], Error> {
+    let mut out = [0u8; N];
+    try_fill(&mut out)?;
+    Ok(out)
+}
+
+/// A random `u32` from 4 bytes (little-endian) of the calling thread's generator, or the OS
+/// error that kept the thread from seeding: the fallible twin of [`u32()`].
+///
+/// # Errors
+/// As [`try_fill`].
+#[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
+#[inline]
+pub fn try_u32() -> Result<u32, Error> {
+    try_array().map(u32::from_le_bytes)
+}
+
+/// A random `u64` from 8 bytes (little-endian) of the calling thread's generator, or the OS
+/// error that kept the thread from seeding: the fallible twin of [`u64()`].
+///
+/// # Errors
+/// As [`try_fill`].
+#[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
+#[inline]
+pub fn try_u64() -> Result<u64, Error> {
+    try_array().map(u64::from_le_bytes)
+}
+
+/// Fills possibly uninitialised memory with random bytes from the calling thread's generator
+/// and returns it as initialised bytes, as `getrandom::fill_uninit` does: for buffers made
+/// with `Box::new_uninit_slice` or `Vec::spare_capacity_mut`.
+///
+/// `dest` is zeroed first (one pass over its `dest.len()` bytes) so that the generator only
+/// ever writes into initialised memory; then it is filled as by [`fill`].
+///
+/// # Panics
+/// As [`fill`]; [`try_fill_uninit`] returns the error instead.
+#[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
+#[inline]
+pub fn fill_uninit(dest: &mut [core::mem::MaybeUninit<u8>]) -> &mut [u8] {
+    match try_fill_uninit(dest) {
+        Ok(bytes) => bytes,
+        Err(e) => fill_failed(e),
+    }
+}
+
+/// The fallible twin of [`fill_uninit`]: fills `dest` and returns it as initialised bytes,
+/// or returns the OS error that kept the thread from seeding (then `dest` holds zeros).
+///
+/// # Errors
+/// As [`try_fill`].
+#[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
+#[inline]
+pub fn try_fill_uninit(dest: &mut [core::mem::MaybeUninit<u8>]) -> Result<&mut [u8], Error> {
+    for byte in dest.iter_mut() {
+        byte.write(0);
+    }
+    // SAFETY: every element of `dest` was initialised just above, and `MaybeUninit<u8>` has
+    // the size, alignment and layout of `u8`, so the same memory is a valid `[u8]` for the
+    // lifetime of the borrow of `dest`.
+    let bytes = unsafe { &mut *(dest as *mut [core::mem::MaybeUninit<u8>] as *mut [u8]) };
+    try_fill(bytes)?;
+    Ok(bytes)
+}
+
 /// A [`ThreadRng`] handle to the calling thread's generator, for APIs that take a
 /// `rand_core` RNG.
 #[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 #[inline]
 pub fn rng() -> ThreadRng {
     ThreadRng::new()
@@ -196,6 +289,7 @@ pub fn rng() -> ThreadRng {
 /// # Errors
 /// [`Error`] when the OS source fails; the generator then keeps its key.
 #[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 pub fn reseed() -> Result<(), Error> {
     thread::reseed()
 }
@@ -212,12 +306,7 @@ pub fn reseed() -> Result<(), Error> {
 /// the same stream. A reseed that fails after this call makes that thread's next read fail
 /// (`try_fill` returns the error, `fill` panics) rather than emit from the old state.
 #[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 pub fn reseed_all() {
     fork::bump_epoch();
 }
-
-/// The examples of README.md, run as doctests (they use the `rand_core_0_6` and `rustls`
-/// features; `rustls` implies `std`).
-#[cfg(all(doctest, feature = "rand_core_0_6", feature = "rustls"))]
-#[doc = include_str!("../README.md")]
-pub struct ReadmeDoctests;

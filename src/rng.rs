@@ -8,6 +8,7 @@ use core::{fmt, marker::PhantomData};
 use rand_core::{TryCryptoRng, TryRng};
 
 #[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 /// A handle to the calling thread's fast-key-erasure generator, for APIs that take a
 /// `rand_core` RNG (`rand_core::Rng`, `CryptoRng`, and through them `rand`'s extension
 /// methods).
@@ -42,12 +43,70 @@ use rand_core::{TryCryptoRng, TryRng};
 /// fn needs_send<T: Send>(_: T) {}
 /// needs_send(fkrng::rng());
 /// ```
+///
+/// # Async code
+///
+/// `ThreadRng` is `!Send` on purpose: a future that holds one across an `.await` may resume
+/// on another thread of a work-stealing executor, where the handle would read a generator
+/// that is not the current thread's. (Reading another thread's generator would need a lock
+/// or atomic on every read, which the small-read path avoids.) Such a future is itself
+/// `!Send`, and `tokio::spawn` and similar executors reject it at compile time. In async
+/// code, call [`crate::fill`], [`crate::array`] and friends, which hold nothing across an
+/// `.await`, or take a fresh handle with [`crate::rng()`] after each `.await` and let it drop
+/// before the next:
+///
+/// ```
+/// use rand_core::Rng;
+/// use std::future::Future;
+/// use std::pin::pin;
+/// use std::task::{Context, Poll, Waker};
+///
+/// async fn next_message() -> Vec<u8> {
+///     b"hello".to_vec()
+/// }
+///
+/// async fn seal_loop() -> ([u8; 12], u64) {
+///     let message = next_message().await;
+///     // A free function holds no handle across the next `.await`.
+///     let nonce: [u8; 12] = fkrng::array();
+///     let _more = next_message().await;
+///     // A handle taken after the `.await` and dropped before the next one.
+///     let id = fkrng::rng().next_u64();
+///     let _ = message;
+///     (nonce, id)
+/// }
+///
+/// // The future is `Send`, so a multi-threaded executor accepts it.
+/// fn assert_send<F: Future + Send>(f: F) -> F {
+///     f
+/// }
+/// let mut future = pin!(assert_send(seal_loop()));
+/// // A minimal executor: these futures never wait, so one poll finishes them.
+/// let Poll::Ready((nonce, id)) = future.as_mut().poll(&mut Context::from_waker(Waker::noop()))
+/// else {
+///     panic!("the future waited");
+/// };
+/// assert_ne!((nonce, id), ([0u8; 12], 0));
+/// ```
+///
+/// Holding a handle across an `.await` makes the future `!Send`:
+///
+/// ```compile_fail
+/// async fn held() {
+///     let mut rng = fkrng::rng();
+///     std::future::ready(()).await;
+///     let _ = rand_core::Rng::next_u32(&mut rng);
+/// }
+/// fn assert_send<F: Send>(_: F) {}
+/// assert_send(held());
+/// ```
 #[derive(Clone, Default)]
 pub struct ThreadRng {
     _not_send: PhantomData<*const ()>,
 }
 
 #[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 impl ThreadRng {
     pub(crate) const fn new() -> Self {
         ThreadRng {
@@ -57,6 +116,7 @@ impl ThreadRng {
 }
 
 #[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 impl fmt::Debug for ThreadRng {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ThreadRng").finish_non_exhaustive()
@@ -64,6 +124,7 @@ impl fmt::Debug for ThreadRng {
 }
 
 #[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 impl TryRng for ThreadRng {
     type Error = Infallible;
 
@@ -85,6 +146,7 @@ impl TryRng for ThreadRng {
 }
 
 #[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 impl TryCryptoRng for ThreadRng {}
 
 impl TryRng for FkeRng {

@@ -33,6 +33,7 @@ use ::rustls::crypto::{GetRandomFailed, SecureRandom};
 ///
 /// It reports `fips() == false`: ChaCha20 fast key erasure is not a FIPS-approved DRBG.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(docsrs, doc(cfg(feature = "rustls")))]
 pub struct RustlsRandom;
 
 impl SecureRandom for RustlsRandom {

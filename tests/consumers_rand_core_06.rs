@@ -1,6 +1,6 @@
 //! fkrng handed to real crates on `rand_core` 0.6 (feature `rand_core_0_6`): aes-gcm 0.10's
 //! `generate_nonce`, ed25519-dalek 2 signing keys and rand 0.8's `gen_range`.
-#![cfg(feature = "rand_core_0_6")]
+#![cfg(all(feature = "rand_core_0_6", feature = "std"))]
 
 use std::collections::HashSet;
 

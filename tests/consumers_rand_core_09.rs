@@ -1,5 +1,5 @@
 //! fkrng handed to rand 0.9 (`rand_core` 0.9, feature `rand_core_0_9`).
-#![cfg(feature = "rand_core_0_9")]
+#![cfg(all(feature = "rand_core_0_9", feature = "std"))]
 
 use std::collections::HashSet;
 

@@ -1,6 +1,6 @@
-//! The CLI's whole command line (src/bin/fkrng/args.rs: clap, the format group, COUNT) on
+//! The CLI's whole command line (cli/src/args.rs: clap, the format group, COUNT) on
 //! any argument list: it never panics; an accepted command line has exactly one format and a
-//! COUNT unless it is `--raw`; a rejected one renders a clap error message.
+//! COUNT unless it is `--raw`; a rejected one has a one-line message.
 //!
 //! Input: arguments separated by NUL bytes (any other bytes, also invalid UTF-8, are kept),
 //! at most 16 of them, after the program name.
@@ -10,10 +10,10 @@ use libfuzzer_sys::fuzz_target;
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
 
-#[path = "../../src/bin/fkrng/size.rs"]
+#[path = "../../cli/src/size.rs"]
 mod size;
 
-#[path = "../../src/bin/fkrng/args.rs"]
+#[path = "../../cli/src/args.rs"]
 mod args;
 
 fuzz_target!(|data: &[u8]| {
@@ -23,15 +23,17 @@ fuzz_target!(|data: &[u8]| {
             .map(|a| OsString::from_vec(a.to_vec())),
     );
     match args::parse_from(list) {
-        Ok(request) => {
+        Ok(args::Command::Write(request)) => {
             assert!(
                 request.count.is_some() || request.format == args::Format::Raw,
                 "{request:?} accepted without COUNT"
             );
         }
+        Ok(args::Command::Print(text)) => assert!(!text.is_empty()),
         Err(e) => {
-            let text = e.to_string();
-            assert!(!text.is_empty());
+            // One message line; the rendering adds the usage line and the --help pointer.
+            assert!(!e.message().is_empty() && !e.message().contains('\n'), "{e:?}");
+            assert!(e.render().starts_with("error: "));
         }
     }
 });

@@ -1,31 +1,41 @@
-//! The CLI's byte-count parser (src/bin/fkrng/size.rs) on any string: it never panics, and
+//! The CLI's byte-count parser (cli/src/size.rs) on any string: it never panics, and
 //! it accepts exactly the counts an independent reading of its grammar accepts, with the
 //! same value (digits times the suffix's unit, computed in 128 bits).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 
-#[path = "../../src/bin/fkrng/size.rs"]
+#[path = "../../cli/src/size.rs"]
 mod size;
 
-/// The grammar: one or more ASCII digits, then nothing or one of the eight suffixes; the
-/// value must fit in u64 and usize.
+/// The grammar: one or more ASCII digits, then nothing, `B`, or a prefix letter with
+/// nothing, `iB` or `B` after it; the value must fit in u64 and usize.
 fn oracle(text: &str) -> Option<u64> {
     let split = text.bytes().take_while(u8::is_ascii_digit).count();
     let (digits, suffix) = text.split_at(split);
     if digits.is_empty() {
         return None;
     }
-    let unit: u128 = match suffix {
-        "" => 1,
-        "KiB" => 1 << 10,
-        "MiB" => 1 << 20,
-        "GiB" => 1 << 30,
-        "TiB" => 1 << 40,
-        "k" => 1_000,
-        "M" => 1_000_000,
-        "G" => 1_000_000_000,
-        "T" => 1_000_000_000_000,
+    // GNU's reading: a bare letter or `iB` after it is a power of 1024, `B` after it a
+    // power of 1000; `k` is the one lowercase letter; `B` alone is a byte.
+    let (letter, rest) = match suffix.char_indices().nth(1) {
+        Some((i, _)) => suffix.split_at(i),
+        None => (suffix, ""),
+    };
+    let power: u32 = match letter {
+        "" => 0,
+        "B" if rest.is_empty() => 0,
+        "K" | "k" => 1,
+        "M" => 2,
+        "G" => 3,
+        "T" => 4,
+        "P" => 5,
+        "E" => 6,
+        _ => return None,
+    };
+    let unit: u128 = match rest {
+        "" | "iB" if letter != "k" || rest.is_empty() => 1024u128.pow(power),
+        "B" => 1000u128.pow(power),
         _ => return None,
     };
     // Leading zeros do not change the value; more than 40 significant digits overflow.

@@ -5,6 +5,7 @@ use crate::FkeRng;
 use crate::KEY_LEN;
 use rand_core_06::{CryptoRng, RngCore, SeedableRng};
 
+#[cfg_attr(docsrs, doc(cfg(feature = "rand_core_0_6")))]
 impl RngCore for FkeRng {
     #[inline]
     fn next_u32(&mut self) -> u32 {
@@ -29,8 +30,10 @@ impl RngCore for FkeRng {
     }
 }
 
+#[cfg_attr(docsrs, doc(cfg(feature = "rand_core_0_6")))]
 impl CryptoRng for FkeRng {}
 
+#[cfg_attr(docsrs, doc(cfg(feature = "rand_core_0_6")))]
 impl SeedableRng for FkeRng {
     /// The initial key `K`, 32 bytes: the same stream as `rand_core` 0.10's `from_seed`.
     type Seed = [u8; KEY_LEN];
@@ -47,6 +50,7 @@ mod thread_rng {
     use core::num::NonZeroU32;
     use rand_core_06::{CryptoRng, RngCore};
 
+    #[cfg_attr(docsrs, doc(cfg(all(feature = "rand_core_0_6", feature = "std"))))]
     impl RngCore for ThreadRng {
         /// # Panics
         /// As [`crate::fill`].
@@ -78,6 +82,7 @@ mod thread_rng {
         }
     }
 
+    #[cfg_attr(docsrs, doc(cfg(all(feature = "rand_core_0_6", feature = "std"))))]
     impl CryptoRng for ThreadRng {}
 
     /// The code of an fkrng error without an OS `errno`: `rand_core`'s first custom code.

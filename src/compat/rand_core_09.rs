@@ -8,6 +8,7 @@ use crate::FkeRng;
 use crate::KEY_LEN;
 use rand_core_09::{CryptoRng, RngCore, SeedableRng};
 
+#[cfg_attr(docsrs, doc(cfg(feature = "rand_core_0_9")))]
 impl RngCore for FkeRng {
     #[inline]
     fn next_u32(&mut self) -> u32 {
@@ -25,8 +26,10 @@ impl RngCore for FkeRng {
     }
 }
 
+#[cfg_attr(docsrs, doc(cfg(feature = "rand_core_0_9")))]
 impl CryptoRng for FkeRng {}
 
+#[cfg_attr(docsrs, doc(cfg(feature = "rand_core_0_9")))]
 impl SeedableRng for FkeRng {
     /// The initial key `K`, 32 bytes: the same stream as `rand_core` 0.10's `from_seed`.
     type Seed = [u8; KEY_LEN];
@@ -42,6 +45,7 @@ mod thread_rng {
     use crate::ThreadRng;
     use rand_core_09::{CryptoRng, RngCore};
 
+    #[cfg_attr(docsrs, doc(cfg(all(feature = "rand_core_0_9", feature = "std"))))]
     impl RngCore for ThreadRng {
         /// # Panics
         /// As [`crate::fill`].
@@ -65,5 +69,6 @@ mod thread_rng {
         }
     }
 
+    #[cfg_attr(docsrs, doc(cfg(all(feature = "rand_core_0_9", feature = "std"))))]
     impl CryptoRng for ThreadRng {}
 }

@@ -1,0 +1,379 @@
+//! The command line: flags, COUNT, and the checks that clap's derive cannot express.
+//!
+//! Parsing is a function of the argument list ([`parse_from`]) so that tests and the fuzz
+//! target `fuzz/fuzz_targets/cli_args.rs` can drive it without running the tool.
+//!
+//! Rules beyond clap's own:
+//! - openssl's single-dash spellings `-hex`, `-base64` and `-raw` are aliases of the
+//!   double-dash flags (so `fkrng -hex 32` does what `openssl rand -hex 32` does);
+//! - `--help` and `--version` print to stdout only when they are the whole command line;
+//!   with anything else (`fkrng -h 32`, `fkrng -hx 32`) they are an error;
+//! - an argument that starts with a dash look-alike (an em dash from a word processor) is an
+//!   error that names the flag it probably meant;
+//! - every error is one line of message, the usage line and a pointer to `--help`.
+
+use clap::{ArgGroup, CommandFactory, Parser};
+use std::ffi::{OsStr, OsString};
+use std::fmt;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "fkrng",
+    version,
+    about = "Write cryptographically secure random bytes (fast-key-erasure ChaCha20).",
+    after_help = "COUNT is a whole number of bytes, optionally with a suffix read as GNU head \
+                  and dd read it: K, k or KiB = 1024 and KB or kB = 1000 bytes; likewise \
+                  M/MiB/MB, G/GiB/GB, T/TiB/TB, P/PiB/PB and E/EiB/EB; B = 1 byte. A COUNT of \
+                  0 writes nothing. Without a format, --hex is used; openssl's spellings -hex, \
+                  -base64 and -raw work too. --help and --version work only alone. Exit \
+                  status: 0 on success or when the reader closes the pipe, 1 when the OS \
+                  random source or the output fails (also a closed stdout), 2 for bad \
+                  arguments.",
+    disable_help_flag = true,
+    disable_version_flag = true,
+    group(ArgGroup::new("format").args(["hex", "base64", "raw"]).multiple(false))
+)]
+struct Args {
+    /// Lowercase hexadecimal (two digits per byte), then a newline.
+    #[arg(long)]
+    hex: bool,
+    /// Standard base64 with padding, on one line, then a newline.
+    #[arg(long)]
+    base64: bool,
+    /// Raw bytes. Without COUNT, writes until stdout is closed.
+    #[arg(long)]
+    raw: bool,
+    /// Print help (only as the sole argument).
+    #[arg(short, long)]
+    help: bool,
+    /// Print the version (only as the sole argument).
+    #[arg(short = 'V', long)]
+    version: bool,
+    /// How many random bytes to produce (required except with --raw).
+    #[arg(value_parser = super::size::parse_count)]
+    count: Option<u64>,
+}
+
+/// How the random bytes are written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// Two lowercase hex digits per byte, then a newline.
+    Hex,
+    /// Standard base64 with padding, then a newline.
+    Base64,
+    /// The bytes themselves.
+    Raw,
+}
+
+/// What the command line asks for: a format and a byte count (`None`: raw until stdout
+/// closes).
+#[derive(Debug, PartialEq, Eq)]
+pub struct Request {
+    pub format: Format,
+    pub count: Option<u64>,
+}
+
+/// What to do: write random bytes, or print the help or version text.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Command {
+    /// Write random bytes.
+    Write(Request),
+    /// Print this text (the help or the version) to stdout and exit with 0.
+    Print(String),
+}
+
+/// A bad command line: one line of message; [`Error::render`] adds the usage line and the
+/// pointer to `--help`.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Error {
+    message: String,
+}
+
+impl Error {
+    fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+        }
+    }
+
+    /// The message alone (one line, no "error: " prefix), for tests and the fuzz target.
+    #[allow(dead_code)]
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The whole text for stderr: `error: <message>`, the usage line and the `--help`
+    /// pointer, each followed by a blank line as clap lays them out.
+    pub fn render(&self) -> String {
+        let usage = Args::command().render_usage().to_string();
+        format!(
+            "error: {}\n\n{}\n\nFor more information, try '--help'.\n",
+            self.message,
+            usage.trim_end()
+        )
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// openssl's single-dash spellings and the flags they stand for.
+const OPENSSL_ALIASES: [(&str, &str); 4] = [
+    ("-hex", "--hex"),
+    ("-base64", "--base64"),
+    ("-raw", "--raw"),
+    ("-help", "--help"),
+];
+
+/// Characters that look like a hyphen-minus but are not one: what word processors and some
+/// keyboards put in place of `-` or `--`.
+const DASH_LOOKALIKES: [(char, &str); 8] = [
+    ('\u{2010}', "a hyphen (U+2010)"),
+    ('\u{2011}', "a non-breaking hyphen (U+2011)"),
+    ('\u{2012}', "a figure dash (U+2012)"),
+    ('\u{2013}', "an en dash (U+2013)"),
+    ('\u{2014}', "an em dash (U+2014)"),
+    ('\u{2015}', "a horizontal bar (U+2015)"),
+    ('\u{2212}', "a minus sign (U+2212)"),
+    ('\u{FE63}', "a small hyphen-minus (U+FE63)"),
+];
+
+/// The flag names an argument may have meant, for hints.
+const FLAG_NAMES: [&str; 5] = ["hex", "base64", "raw", "help", "version"];
+
+/// An error for an argument that begins with a dash look-alike, naming the flag it meant
+/// (or the `--` form in general), or `None` for an ordinary argument.
+fn lookalike_dash(arg: &OsStr) -> Option<Error> {
+    let text = arg.to_str()?;
+    let first = text.chars().next()?;
+    let (_, what) = DASH_LOOKALIKES.iter().find(|(c, _)| *c == first)?;
+    let name =
+        text.trim_start_matches(|c: char| c == '-' || DASH_LOOKALIKES.iter().any(|d| d.0 == c));
+    let hint = if FLAG_NAMES.contains(&name) {
+        format!("did you mean '--{name}'?")
+    } else {
+        "options begin with two ASCII hyphens, as in '--hex'".to_owned()
+    };
+    Some(Error::new(format!(
+        "'{text}' begins with {what}, not '-'; {hint}"
+    )))
+}
+
+/// The argument list with openssl's aliases replaced by the flags they stand for (up to a
+/// `--`, after which arguments are taken as they are).
+fn expand_aliases(args: impl IntoIterator<Item = OsString>) -> Result<Vec<OsString>, Error> {
+    let mut out = Vec::new();
+    let mut options_end = false;
+    for (i, arg) in args.into_iter().enumerate() {
+        if i > 0 && !options_end {
+            if arg == "--" {
+                options_end = true;
+            } else if let Some(&(_, flag)) = OPENSSL_ALIASES.iter().find(|(a, _)| arg == *a) {
+                out.push(flag.into());
+                continue;
+            } else if let Some(e) = lookalike_dash(&arg) {
+                return Err(e);
+            } else if arg
+                .to_str()
+                .and_then(|a| a.strip_prefix('-'))
+                .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+            {
+                return Err(Error::new(format!(
+                    "invalid COUNT '{}': a count cannot be negative",
+                    arg.to_string_lossy()
+                )));
+            }
+        }
+        out.push(arg);
+    }
+    Ok(out)
+}
+
+/// One line from clap's error text: its message with any tip appended.
+fn from_clap(e: &clap::Error) -> Error {
+    let text = e.to_string();
+    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+    let mut message = lines
+        .next()
+        .unwrap_or("bad command line")
+        .trim_start_matches("error: ")
+        .to_owned();
+    for tip in lines.filter_map(|l| l.strip_prefix("tip: ")) {
+        message.push_str("; ");
+        message.push_str(tip);
+    }
+    Error::new(message)
+}
+
+/// Parses an argument list whose first item is the program name.
+///
+/// # Errors
+/// [`Error`] for unknown flags, two formats, a bad COUNT, a missing COUNT with
+/// `--hex`/`--base64`, `--help` or `--version` together with other arguments, and
+/// arguments that begin with a dash look-alike.
+pub fn parse_from<I, T>(args: I) -> Result<Command, Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let args = expand_aliases(args.into_iter().map(Into::into))?;
+    let given = args.len().saturating_sub(1);
+    let args = Args::try_parse_from(args).map_err(|e| from_clap(&e))?;
+    if args.help || args.version {
+        let flag = if args.help { "--help" } else { "--version" };
+        if given != 1 || (args.help && args.version) {
+            return Err(Error::new(format!(
+                "{flag} takes no other arguments; run 'fkrng {flag}' alone"
+            )));
+        }
+        let mut command = Args::command();
+        let text = if args.help {
+            command.render_help().to_string()
+        } else {
+            command.render_version()
+        };
+        return Ok(Command::Print(text));
+    }
+    let format = if args.raw {
+        Format::Raw
+    } else if args.base64 {
+        Format::Base64
+    } else {
+        Format::Hex
+    };
+    if args.count.is_none() && format != Format::Raw {
+        let message = match (args.hex, args.base64) {
+            (true, _) => "--hex needs a COUNT: how many random bytes, e.g. 'fkrng --hex 32'",
+            (_, true) => "--base64 needs a COUNT: how many random bytes, e.g. 'fkrng --base64 32'",
+            _ => "missing COUNT: how many random bytes to write, e.g. 'fkrng 32'",
+        };
+        return Err(Error::new(message));
+    }
+    Ok(Command::Write(Request {
+        format,
+        count: args.count,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(a: &[&str]) -> Result<Command, Error> {
+        parse_from(std::iter::once("fkrng").chain(a.iter().copied()))
+    }
+
+    fn write(format: Format, count: Option<u64>) -> Result<Command, Error> {
+        Ok(Command::Write(Request { format, count }))
+    }
+
+    #[test]
+    fn formats_and_counts() {
+        assert_eq!(parse(&["32"]), write(Format::Hex, Some(32)));
+        assert_eq!(
+            parse(&["--base64", "1KiB"]),
+            write(Format::Base64, Some(1024))
+        );
+        assert_eq!(parse(&["--raw"]), write(Format::Raw, None));
+        assert_eq!(parse(&["--raw", "--", "8"]), write(Format::Raw, Some(8)));
+    }
+
+    #[test]
+    fn openssl_spellings_are_aliases() {
+        assert_eq!(parse(&["-hex", "32"]), write(Format::Hex, Some(32)));
+        assert_eq!(parse(&["-base64", "32"]), write(Format::Base64, Some(32)));
+        assert_eq!(parse(&["-raw", "4"]), write(Format::Raw, Some(4)));
+        assert_eq!(parse(&["32", "-hex"]), write(Format::Hex, Some(32)));
+    }
+
+    #[test]
+    fn help_and_version_only_alone() {
+        for alone in ["--help", "-h", "-help"] {
+            let Ok(Command::Print(text)) = parse(&[alone]) else {
+                panic!("{alone} alone is not help");
+            };
+            assert!(text.contains("Usage: fkrng"), "{alone}: {text}");
+        }
+        for alone in ["--version", "-V"] {
+            let Ok(Command::Print(text)) = parse(&[alone]) else {
+                panic!("{alone} alone is not the version");
+            };
+            assert_eq!(text, format!("fkrng {}\n", env!("CARGO_PKG_VERSION")));
+        }
+        for bad in [
+            &["-h", "32"][..],
+            &["-hx", "32"],
+            &["--help", "--hex", "32"],
+            &["32", "--help"],
+            &["-V", "32"],
+            &["--version", "--raw"],
+            &["-hV"],
+        ] {
+            assert!(parse(bad).is_err(), "{bad:?} accepted");
+        }
+    }
+
+    #[test]
+    fn dash_lookalikes_name_the_flag() {
+        let e = parse(&["\u{2014}hex", "32"]).unwrap_err();
+        assert!(
+            e.message().contains("em dash") && e.message().contains("'--hex'"),
+            "{e}"
+        );
+        let e = parse(&["\u{2013}\u{2013}base64", "32"]).unwrap_err();
+        assert!(
+            e.message().contains("en dash") && e.message().contains("'--base64'"),
+            "{e}"
+        );
+        let e = parse(&["32", "\u{2014}frob"]).unwrap_err();
+        assert!(e.message().contains("two ASCII hyphens"), "{e}");
+    }
+
+    #[test]
+    fn missing_count_names_only_given_flags() {
+        let e = parse(&[]).unwrap_err();
+        assert!(e.message().contains("COUNT"), "{e}");
+        assert!(!e.message().contains("--"), "names a flag not given: {e}");
+        assert!(
+            parse(&["--hex"])
+                .unwrap_err()
+                .message()
+                .starts_with("--hex ")
+        );
+        assert!(
+            parse(&["--base64"])
+                .unwrap_err()
+                .message()
+                .starts_with("--base64 ")
+        );
+    }
+
+    #[test]
+    fn errors_are_one_message_line() {
+        for bad in [
+            &["--hex", "--raw", "4"][..],
+            &["--nope"],
+            &["--hx", "4"],
+            &["1.5"],
+            &["-4"],
+            &["--hex", "--", "-4"],
+            &["8", "9"],
+            &["--hex=4"],
+        ] {
+            let e = parse(bad).unwrap_err();
+            assert!(
+                !e.message().is_empty() && !e.message().contains('\n'),
+                "{bad:?}: {e:?}"
+            );
+            let text = e.render();
+            let lines: Vec<&str> = text.lines().filter(|l| !l.is_empty()).collect();
+            assert_eq!(lines.len(), 3, "{bad:?}: {text}");
+            assert!(lines[0].starts_with("error: "), "{bad:?}: {text}");
+            assert!(lines[1].starts_with("Usage: fkrng"), "{bad:?}: {text}");
+            assert_eq!(lines[2], "For more information, try '--help'.");
+        }
+    }
+}

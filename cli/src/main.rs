@@ -1,0 +1,203 @@
+//! `fkrng`: random bytes from the command line, like `openssl rand`.
+//!
+//! ```text
+//! fkrng --hex 32          # 64 hex digits and a newline (also: fkrng -hex 32)
+//! fkrng --base64 48       # 64 base64 characters and a newline
+//! fkrng --raw 1GiB > f    # raw bytes
+//! fkrng --raw | head -c 100   # raw bytes until stdout closes
+//! ```
+//!
+//! Exit status: 0 on success (also when the reader closes the pipe early), 1 when the OS
+//! random source or the output fails (also when stdout was closed), 2 for bad arguments.
+
+mod args;
+mod output;
+mod size;
+
+use args::{Command, Format};
+use base64::Engine as _;
+use std::io::{self, Write};
+use std::process::ExitCode;
+use zeroize::Zeroize;
+
+/// Random bytes written in chunks of this many raw bytes (a multiple of 3 for base64 and
+/// of 64 for the generator's direct path).
+const CHUNK: usize = 768 * 1024;
+
+fn main() -> ExitCode {
+    let command = match args::parse_from(std::env::args_os()) {
+        Ok(command) => command,
+        Err(e) => {
+            eprint!("{}", e.render());
+            return ExitCode::from(2);
+        }
+    };
+    let result = output::Stdout::open()
+        .map_err(write_error)
+        .and_then(|mut out| match command {
+            Command::Print(text) => out.write_all(text.as_bytes()).map_err(write_error),
+            Command::Write(request) => {
+                let mut buffers = Buffers::new();
+                stream(request.format, request.count, &mut out, &mut buffers)
+            }
+        });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("fkrng: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// A failure of stdout, said as such ("standard output: Bad file descriptor (os error 9)"),
+/// keeping its kind (a closed pipe is not an error).
+fn write_error(e: io::Error) -> io::Error {
+    io::Error::new(e.kind(), format!("standard output: {e}"))
+}
+
+/// The two buffers of a run: `CHUNK` random bytes and their text form (hex needs two
+/// characters per byte). Both are zeroed after each write and again when dropped.
+struct Buffers {
+    random: Vec<u8>,
+    text: Vec<u8>,
+}
+
+impl Buffers {
+    fn new() -> Self {
+        Self {
+            random: vec![0u8; CHUNK],
+            text: vec![0u8; CHUNK * 2],
+        }
+    }
+}
+
+impl Drop for Buffers {
+    fn drop(&mut self) {
+        self.random.zeroize();
+        self.text.zeroize();
+    }
+}
+
+/// Writes `count` random bytes (forever when `None`) in `format` to `out`, using the
+/// fixed `buffers` for the whole run. Text formats end with a newline unless `count` is 0
+/// (nothing at all is written then, as `openssl rand -hex 0` does).
+///
+/// Every chunk's random bytes and text are zeroed right after their write, whether it
+/// succeeded or failed.
+///
+/// # Errors
+/// The OS random source's error ([`fkrng::Error`], whose message names the source) or the
+/// write's error.
+fn stream(
+    format: Format,
+    count: Option<u64>,
+    out: &mut impl Write,
+    buffers: &mut Buffers,
+) -> io::Result<()> {
+    let mut left = count;
+    loop {
+        let n = match left {
+            Some(0) => break,
+            Some(l) => usize::try_from(l.min(CHUNK as u64)).expect("CHUNK fits"),
+            None => CHUNK,
+        };
+        let random = &mut buffers.random[..n];
+        let written =
+            fkrng::try_fill(random)
+                .map_err(io::Error::other)
+                .and_then(|()| match format {
+                    Format::Raw => out.write_all(random).map_err(write_error),
+                    Format::Hex => {
+                        let text = &mut buffers.text[..2 * n];
+                        hex::encode_to_slice(&*random, text).expect("2 digits per byte");
+                        let written = out.write_all(text).map_err(write_error);
+                        text.zeroize();
+                        written
+                    }
+                    Format::Base64 => {
+                        let len = base64::engine::general_purpose::STANDARD
+                            .encode_slice(&*random, &mut buffers.text)
+                            .expect("text buffer holds 4/3 of a chunk");
+                        let text = &mut buffers.text[..len];
+                        let written = out.write_all(text).map_err(write_error);
+                        text.zeroize();
+                        written
+                    }
+                });
+        random.zeroize();
+        written?;
+        if let Some(l) = left.as_mut() {
+            *l -= n as u64;
+        }
+    }
+    if format != Format::Raw && count != Some(0) {
+        out.write_all(b"\n").map_err(write_error)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A writer that keeps what it is given and fails after `fail_after` bytes.
+    struct Sink {
+        got: Vec<u8>,
+        fail_after: usize,
+    }
+
+    impl Write for Sink {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            if self.got.len() >= self.fail_after {
+                return Err(io::Error::other("sink full"));
+            }
+            let n = buf.len().min(self.fail_after - self.got.len());
+            self.got.extend_from_slice(&buf[..n]);
+            Ok(n)
+        }
+
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// After every run, also one whose write fails halfway through a chunk, both buffers
+    /// hold only zeros, while what was written was not zero.
+    #[test]
+    fn buffers_are_zeroed_after_writes_and_failed_writes() {
+        for format in [Format::Hex, Format::Base64, Format::Raw] {
+            for (count, fail_after) in [(1000u64, usize::MAX), (2 * CHUNK as u64, 1 << 20)] {
+                let mut sink = Sink {
+                    got: Vec::new(),
+                    fail_after,
+                };
+                let mut buffers = Buffers::new();
+                let result = stream(format, Some(count), &mut sink, &mut buffers);
+                assert_eq!(result.is_err(), fail_after != usize::MAX, "{format:?}");
+                assert!(sink.got.iter().filter(|&&b| b != 0).count() > sink.got.len() / 2);
+                assert!(
+                    buffers.random.iter().all(|&b| b == 0),
+                    "{format:?} {count}: random bytes left in the buffer"
+                );
+                assert!(
+                    buffers.text.iter().all(|&b| b == 0),
+                    "{format:?} {count}: text left in the buffer"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn count_zero_writes_nothing() {
+        for format in [Format::Hex, Format::Base64, Format::Raw] {
+            let mut sink = Sink {
+                got: Vec::new(),
+                fail_after: usize::MAX,
+            };
+            stream(format, Some(0), &mut sink, &mut Buffers::new()).unwrap();
+            assert!(sink.got.is_empty(), "{format:?}");
+        }
+    }
+}

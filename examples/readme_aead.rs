@@ -1,0 +1,13 @@
+use aes_gcm::Aes256Gcm;
+use aes_gcm::aead::{Aead, Generate, Key, KeyInit, Nonce};
+
+fn main() {
+    let mut rng = fkrng::rng();
+    let cipher = Aes256Gcm::new(&Key::<Aes256Gcm>::generate_from_rng(&mut rng));
+    let nonce = Nonce::<Aes256Gcm>::generate_from_rng(&mut rng);
+    let sealed = cipher.encrypt(&nonce, b"hello".as_ref()).expect("seal");
+    assert_eq!(
+        cipher.decrypt(&nonce, sealed.as_ref()).expect("open"),
+        b"hello"
+    );
+}
