@@ -17,8 +17,9 @@
 //! implementation and the unit tests below check each kernel against the `chacha20` crate.
 //!
 //! ChaCha is add-rotate-xor only, so the kernels run in constant time like the crate's
-//! backends. After every kernel or crate call the stack area the call used is zeroed
-//! ([`scrub_stack`]), so no spilled key word outlives the refill; key-derived values can
+//! backends. Every keystream computation (kernel or crate) runs in a callee that is never
+//! inlined, and the stack area below the caller, where that callee's frames were, is zeroed
+//! after it returns ([`scrub_stack`]), so no spilled key word outlives the refill; key-derived values can
 //! remain in vector registers until later code reuses them (see docs/DESIGN.md, threat
 //! model).
 
@@ -111,7 +112,7 @@ const KERNELS: [Kernel; 2] = [
 /// Writes the longest prefix of `out` that whole kernel passes can cover (16-block AVX-512
 /// passes first, then 8-block AVX2 passes), and returns the counter and blocks left over
 /// for the crate: fewer than 8 blocks, or all of them on a CPU without AVX2 or where the
-/// low counter word would carry. The stack area each kernel used is zeroed after it.
+/// low counter word would carry.
 #[cfg(all(target_arch = "x86_64", feature = "std"))]
 #[inline]
 fn with_kernels<'a>(
@@ -125,7 +126,6 @@ fn with_kernels<'a>(
             let (head, rest) = core::mem::take(&mut out).split_at_mut(whole);
             // SAFETY: `usable(counter, whole)` holds, and `head` is `whole` blocks long.
             unsafe { (kernel.write)(words, counter, head) };
-            scrub_stack::<KERNEL_SCRUB_BYTES>();
             counter += whole as u64;
             out = rest;
         }
@@ -135,9 +135,19 @@ fn with_kernels<'a>(
 
 /// Writes the keystream from the start of block `counter` on into `out`, any number of bytes:
 /// whole kernel passes straight into `out`, the rest (under eight blocks) through a scratch
-/// pass that is wiped afterwards.
+/// pass that is wiped afterwards. The computation runs in a callee of its own, whose frames
+/// (and those of every kernel or crate backend it calls) are zeroed after it returns
+/// ([`scrub_stack`]).
 #[inline]
 pub(crate) fn write_bytes(key: &[u8; KEY_LEN], counter: u64, out: &mut [u8]) {
+    write_bytes_below(key, counter, out);
+    scrub_stack();
+}
+
+/// [`write_bytes`] without the scrub: every key-derived value it or its callees make lives
+/// in frames below the caller's.
+#[inline(never)]
+fn write_bytes_below(key: &[u8; KEY_LEN], counter: u64, out: &mut [u8]) {
     let (blocks, _) = out.as_chunks_mut::<BLOCK_LEN>();
     let whole = blocks.len() - blocks.len() % PASS;
     write_blocks(key, counter, &mut blocks[..whole]);
@@ -169,7 +179,6 @@ fn write_tail(key: &[u8; KEY_LEN], counter: u64, needed: usize, scratch: &mut [B
         // SAFETY: `detected` checked at run time that the CPU has AVX-512F.
         unsafe { avx512::write_eight(&words, counter, scratch) };
         zeroize::Zeroize::zeroize(&mut words);
-        scrub_stack::<KERNEL_SCRUB_BYTES>();
         return;
     }
     let computed = if needed > 2 { PASS } else { needed };
@@ -180,9 +189,18 @@ fn write_tail(key: &[u8; KEY_LEN], counter: u64, needed: usize, scratch: &mut [B
 const PASS: usize = 8;
 
 /// Overwrites `blocks` with the 16 keystream blocks 0..16 of the key held in the first 32
-/// bytes of `blocks` (the key is read before anything is written).
+/// bytes of `blocks` (the key is read before anything is written). The computation runs in
+/// a callee of its own, whose frames are zeroed after it returns ([`scrub_stack`]).
 #[inline]
 pub(crate) fn refill_in_place(blocks: &mut [Block; 16]) {
+    refill_below(blocks);
+    scrub_stack();
+}
+
+/// [`refill_in_place`] without the scrub: every key-derived value it or its callees make
+/// lives in frames below the caller's.
+#[inline(never)]
+fn refill_below(blocks: &mut [Block; 16]) {
     #[cfg(all(target_arch = "x86_64", feature = "std"))]
     {
         let mut words = key_words(blocks[0].first_chunk().expect("a block holds a key"));
@@ -194,51 +212,89 @@ pub(crate) fn refill_in_place(blocks: &mut [Block; 16]) {
             return;
         }
     }
-    {
-        let key: &[u8; KEY_LEN] = blocks[0].first_chunk().expect("a block holds a key");
-        let mut cipher = ChaCha20LegacyCore::new(key.into(), &[0u8; 8].into());
-        // The keystream overwrites the old key in place: no copy of it is made besides the
-        // cipher's state, which is zeroized by its `Drop`.
-        cipher.write_keystream_blocks(Array::cast_slice_from_core_mut(blocks));
-    }
-    scrub_stack::<CRATE_SCRUB_BYTES>();
+    let key: &[u8; KEY_LEN] = blocks[0].first_chunk().expect("a block holds a key");
+    let mut cipher = ChaCha20LegacyCore::new(key.into(), &[0u8; 8].into());
+    // The keystream overwrites the old key in place: no copy of it is made besides the
+    // cipher's state, which is zeroized by its `Drop`.
+    cipher.write_keystream_blocks(Array::cast_slice_from_core_mut(blocks));
 }
 
-/// The `chacha20` crate's cipher (its SSE2/AVX2/AVX-512/NEON/portable backends).
+/// The `chacha20` crate's cipher (its SSE2/AVX2/AVX-512/NEON/portable backends). Its frames
+/// are left for the scrub of the function that called into the keystream code.
 fn with_crate(key: &[u8; KEY_LEN], counter: u64, out: &mut [Block]) {
-    {
-        let mut cipher = ChaCha20LegacyCore::new(key.into(), &[0u8; 8].into());
-        cipher.set_block_pos(counter);
-        cipher.write_keystream_blocks(Array::cast_slice_from_core_mut(out));
-        // `cipher` is zeroized by its `Drop`.
-    }
-    scrub_stack::<CRATE_SCRUB_BYTES>();
+    let mut cipher = ChaCha20LegacyCore::new(key.into(), &[0u8; 8].into());
+    cipher.set_block_pos(counter);
+    cipher.write_keystream_blocks(Array::cast_slice_from_core_mut(out));
+    // `cipher` is zeroized by its `Drop`.
 }
 
-/// Bytes of stack below the caller's frame that [`scrub_stack`] overwrites after the
-/// `chacha20` crate's cipher: more than the deepest frame of its backends (the AVX-512 one
-/// keeps 16 blocks of state in 1 KiB of vectors, plus spills).
-const CRATE_SCRUB_BYTES: usize = 4096;
+/// Bytes of stack below the caller's frame that [`scrub_stack`] zeroes after a keystream
+/// computation: at least the deepest stack the computation's frames reach, on any path
+/// (fkrng's kernels, the `chacha20` crate's backends), as measured by the unit test
+/// `scrub_covers_the_deepest_keystream_frame`. Unoptimised builds (recognised by their debug
+/// assertions, which every Cargo profile with opt-level 0 enables by default) keep every
+/// intermediate of the crate's generic code in frames of their own and need several times
+/// more.
+const SCRUB_BYTES: usize = if cfg!(debug_assertions) {
+    SCRUB_BYTES_UNOPTIMISED
+} else {
+    SCRUB_BYTES_OPTIMISED
+};
 
-/// Bytes overwritten after fkrng's own kernels: twice the deepest frame they use (the AVX2
-/// kernel, which has 16 vector registers for 16 state words and so spills about 450 bytes;
-/// the AVX-512 kernel keeps everything in its 32 registers and needs no frame).
-#[cfg(all(target_arch = "x86_64", feature = "std"))]
-const KERNEL_SCRUB_BYTES: usize = 1024;
+/// [`SCRUB_BYTES`] of optimised builds.
+const SCRUB_BYTES_OPTIMISED: usize = 2048;
 
-/// Overwrites `BYTES` bytes of the stack just below the caller's frame with zeros.
+/// [`SCRUB_BYTES`] of builds with debug assertions (opt-level 0 by default).
+const SCRUB_BYTES_UNOPTIMISED: usize = 8192;
+
+/// Overwrites [`SCRUB_BYTES`] bytes of the stack just below the caller's frame with zeros.
 ///
 /// Cipher code copies the state (the key words among them) into its own frame and spills
 /// vector registers there; that frame is dead but intact after the call returns, and a key
 /// word found there would help recompute the batch it produced and every key after it.
-/// Called right after the cipher, from the same frame, this reuses the same stack area for
-/// one zeroed array, which `black_box` keeps the compiler from eliding: one `memset` per
-/// refill or direct fill (1 KiB after the kernels, 4 KiB after the crate).
-/// `tests/residue.rs` checks the result.
+/// Called right after the keystream callee, from the same frame, this reuses the same stack
+/// area for one zeroed array: one `memset` per refill or direct fill. The zeroing is kept by
+/// an `asm!` block that takes the array's address and, as far as the compiler knows, reads
+/// it (where `asm!` is not stable, by volatile writes of whole words), so no optimiser may
+/// drop the stores as dead. `tests/residue.rs` checks the result.
 #[inline(never)]
-fn scrub_stack<const BYTES: usize>() {
-    let mut area = [0u8; BYTES];
-    core::hint::black_box(&mut area);
+fn scrub_stack() {
+    let mut area = [0usize; SCRUB_BYTES / size_of::<usize>()];
+    keep_zeroes(&mut area);
+}
+
+/// Makes the zeroes in `area` observable: an empty `asm!` block given its address (which
+/// the compiler must assume reads the memory), or volatile stores where `asm!` is not
+/// available.
+#[inline(always)]
+fn keep_zeroes(area: &mut [usize]) {
+    #[cfg(any(
+        target_arch = "x86",
+        target_arch = "x86_64",
+        target_arch = "arm",
+        target_arch = "aarch64",
+        target_arch = "riscv32",
+        target_arch = "riscv64",
+        target_arch = "loongarch64"
+    ))]
+    // SAFETY: the block is empty: it reads, writes and jumps nowhere; without `nomem` the
+    // compiler must assume it reads the memory `area` points to, so the zeroes are stored.
+    unsafe {
+        core::arch::asm!("/* {0} */", in(reg) area.as_mut_ptr(), options(nostack, preserves_flags));
+    }
+    #[cfg(not(any(
+        target_arch = "x86",
+        target_arch = "x86_64",
+        target_arch = "arm",
+        target_arch = "aarch64",
+        target_arch = "riscv32",
+        target_arch = "riscv64",
+        target_arch = "loongarch64"
+    )))]
+    for word in area.iter_mut() {
+        // SAFETY: `word` is a valid, exclusive reference to an initialised `usize`.
+        unsafe { core::ptr::write_volatile(word, 0) };
+    }
 }
 
 #[cfg(all(target_arch = "x86_64", feature = "std"))]

@@ -172,8 +172,43 @@ struct Evidence {
     input: [u32; 16],
     state: [u32; 16],
     block: [u8; BLOCK_LEN],
+    /// The words of every key searched for and of its block function (see [`KeyWords`]),
+    /// sorted, each with the key's index; the first `table_len` entries are in use.
+    table: [(u32, u32); MAX_BATCHES * WORDS_PER_KEY],
+    table_len: usize,
+    /// A bit per value of a word's top 24 bits: set where some word of `table` has them.
+    filter: [u64; FILTER_WORDS],
     scan: [u8; SCAN_CHUNK],
 }
+
+/// Words searched for per key: its 8 key words and, for each of the 16 blocks of a refill
+/// (block counters 0 to 15, which every batch computes), the 16 words of the block
+/// function's working state after each of its first 19 rounds. The state after round 20
+/// is the output block minus the input, which is served (and words 13 to 15 of the input
+/// are zero, so those output words equal it): no secret.
+const WORDS_PER_KEY: usize = 8 + REFILL_BLOCKS * 19 * 16;
+
+/// Blocks of a refill.
+const REFILL_BLOCKS: usize = 16;
+
+/// Length of [`Evidence::filter`]: 2^24 bits.
+const FILTER_WORDS: usize = (1 << 24) / 64;
+
+/// A *cluster* is at least this many distinct words of one old key's [`WORDS_PER_KEY`]
+/// within [`CLUSTER_SPAN`] bytes.
+///
+/// False positives: a word of memory that is not derived from the key equals one of a key's
+/// 4872 words with probability at most q = 4872 / 2^32 = 1.13e-6 (the words are uniformly
+/// random 32-bit values; runs of one value count once, as distinct words are counted). A
+/// window of 64 words holds 4 distinct ones by chance with probability at most
+/// C(64, 4) q^4 = 6.4e5 × 1.7e-24 = 1.1e-18. A scan reads at most 2^24 word positions
+/// (64 MiB; the tests print what they read) for at most 32 keys: 2^24 × 32 × 1.1e-18 =
+/// 6e-10 chance clusters per scan. Single words, by contrast, match by chance about
+/// 2^24 × 32 × q = 600 times per scan, which is why they alone are no finding.
+const CLUSTER_WORDS: usize = 4;
+
+/// See [`CLUSTER_WORDS`]: 256 bytes, 64 words.
+const CLUSTER_SPAN: usize = 256;
 
 impl Evidence {
     fn new() -> Box<Self> {
@@ -200,39 +235,66 @@ impl Evidence {
     /// 64-bit block counter in words 12-13, the 64-bit nonce 0 in words 14-15), and writes
     /// it to `out`. Every intermediate value is in `self.input` and `self.state`.
     fn chacha20_block(&mut self, key: usize, counter: u64, out: Output) {
-        self.input[..4].copy_from_slice(&[0x6170_7865, 0x3320_646e, 0x7962_2d32, 0x6b20_6574]);
-        for (word, bytes) in self.input[4..12]
-            .iter_mut()
-            .zip(self.keys[key].chunks_exact(4))
-        {
-            *word = u32::from_le_bytes(bytes.try_into().unwrap());
-        }
-        self.input[12] = counter as u32;
-        self.input[13] = (counter >> 32) as u32;
-        self.input[14] = 0;
-        self.input[15] = 0;
-        self.state = self.input;
-        for _ in 0..10 {
-            // Columns, then diagonals.
-            for [a, b, c, d] in [
-                [0, 4, 8, 12],
-                [1, 5, 9, 13],
-                [2, 6, 10, 14],
-                [3, 7, 11, 15],
-                [0, 5, 10, 15],
-                [1, 6, 11, 12],
-                [2, 7, 8, 13],
-                [3, 4, 9, 14],
-            ] {
-                quarter_round(&mut self.state, a, b, c, d);
-            }
-        }
+        block_function(
+            &self.keys[key],
+            counter,
+            &mut self.input,
+            &mut self.state,
+            |_| (),
+        );
         let out = match out {
             Output::NextKey => &mut self.keys[key + 1][..],
             Output::Block => &mut self.block[..],
         };
         for (i, bytes) in out.chunks_exact_mut(4).enumerate() {
             bytes.copy_from_slice(&self.state[i].wrapping_add(self.input[i]).to_le_bytes());
+        }
+    }
+
+    /// Puts the words of `keys[..old]` and of their block functions into the table and the
+    /// filter.
+    fn build_table(&mut self, old: usize) {
+        self.table_len = 0;
+        for key in 0..old {
+            let start = self.table_len;
+            for (i, word) in self.keys[key].chunks_exact(4).enumerate() {
+                self.table[start + i] = (u32::from_le_bytes(word.try_into().unwrap()), key as u32);
+            }
+            let mut len = start + 8;
+            let Self {
+                keys,
+                input,
+                state,
+                table,
+                ..
+            } = self;
+            for counter in 0..REFILL_BLOCKS as u64 {
+                let mut round = 0;
+                block_function(&keys[key], counter, input, state, |state| {
+                    round += 1;
+                    if round < 20 {
+                        for &w in state {
+                            table[len] = (w, key as u32);
+                            len += 1;
+                        }
+                    }
+                });
+            }
+            let mine = &mut self.table[start..len];
+            mine.sort_unstable();
+            let mut kept = 0;
+            for i in 0..mine.len() {
+                if i == 0 || mine[i] != mine[kept - 1] {
+                    mine[kept] = mine[i];
+                    kept += 1;
+                }
+            }
+            self.table_len = start + kept;
+        }
+        self.table[..self.table_len].sort_unstable();
+        self.filter.fill(0);
+        for &(w, _) in &self.table[..self.table_len] {
+            self.filter[(w >> 14) as usize] |= 1 << ((w >> 8) & 63);
         }
     }
 
@@ -279,9 +341,12 @@ impl Evidence {
         }
     }
 
-    /// Scans the process's writable memory, except this allocation, for `keys[..old]`.
+    /// Scans the process's writable memory, except this allocation, for `keys[..old]`: as
+    /// 32 contiguous bytes, as a broadcast of one of their words, and as clusters of the
+    /// words of their block functions (native-endian 32-bit words at 4-byte alignment).
     /// Returns what it found and the number of bytes it read.
     fn scan_for_keys(&mut self, old: usize, scan: usize) -> (Vec<Finding>, usize) {
+        self.build_table(old);
         for key in 0..old {
             let bytes = &self.keys[key];
             self.prefixes[key] = (u64::from_le_bytes(bytes[..8].try_into().unwrap()), key);
@@ -291,19 +356,45 @@ impl Evidence {
         }
         self.prefixes[..old].sort_unstable();
         self.words[..8 * old].sort_unstable();
+        // Computing the table leaves words of the keys in the dead frames of this code.
+        scrub_scan_frames();
         let skip = self.range();
         let Self {
             keys,
             prefixes,
             words,
+            table,
+            table_len,
+            filter,
             scan: buf,
             ..
         } = self;
-        let (prefixes, words) = (&prefixes[..old], &words[..8 * old]);
+        let (prefixes, words, table) = (&prefixes[..old], &words[..8 * old], &table[..*table_len]);
         let mut found = Vec::new();
+        let mut hits = Vec::new();
         let scanned = scan_writable_memory(buf, skip, |mapping, at, bytes| {
             for i in 0..bytes.len().saturating_sub(WINDOW - 1) {
                 let window = &bytes[i..i + WINDOW];
+                if (at + i) % 4 == 0 {
+                    let word = u32::from_ne_bytes(window[..4].try_into().unwrap());
+                    if word != 0 && filter[(word >> 14) as usize] & (1 << ((word >> 8) & 63)) != 0 {
+                        let first = table.partition_point(|&(w, _)| w < word);
+                        for (entry, &(_, key)) in table
+                            .iter()
+                            .enumerate()
+                            .skip(first)
+                            .take_while(|&(_, &(w, _))| w == word)
+                        {
+                            hits.push(WordHit {
+                                at: at + i,
+                                key: key as usize,
+                                entry,
+                                mapping: mapping.range.clone(),
+                                mapping_name: mapping.name.clone(),
+                            });
+                        }
+                    }
+                }
                 let prefix = u64::from_le_bytes(window[..8].try_into().unwrap());
                 if prefix != 0 {
                     let first = prefixes.partition_point(|&(p, _)| p < prefix);
@@ -316,7 +407,7 @@ impl Evidence {
                 let word = &window[..4];
                 if (at + i) % 4 == 0 && word != [0; 4] && window.chunks_exact(4).all(|w| w == word)
                 {
-                    let word = u32::from_le_bytes(word.try_into().unwrap());
+                    let word = u32::from_ne_bytes(word.try_into().unwrap());
                     let first = words.partition_point(|&(w, _, _)| w < word);
                     for &(_, key, index) in
                         words[first..].iter().take_while(|&&(w, _, _)| w == word)
@@ -332,6 +423,42 @@ impl Evidence {
                 }
             }
         });
+        // Clusters: runs of hits of one key, each within CLUSTER_SPAN bytes of the run's
+        // first, with at least CLUSTER_WORDS distinct words.
+        hits.sort_by_key(|h| (h.key, h.at));
+        let mut start = 0;
+        while start < hits.len() {
+            let first = &hits[start];
+            let end = start
+                + hits[start..]
+                    .iter()
+                    .take_while(|h| h.key == first.key && h.at < first.at + CLUSTER_SPAN)
+                    .count();
+            let mut entries: Vec<usize> = hits[start..end].iter().map(|h| h.entry).collect();
+            entries.sort_unstable();
+            entries.dedup();
+            if entries.len() >= CLUSTER_WORDS {
+                let key_words = entries
+                    .iter()
+                    .filter(|&&e| is_key_word(keys, first.key, table[e].0))
+                    .count();
+                let last = hits[end - 1].at;
+                found.push(Finding {
+                    at: first.at..last + 4,
+                    key: first.key,
+                    kind: Kind::Cluster {
+                        words: entries.len(),
+                        key_words,
+                    },
+                    scan,
+                    mapping: first.mapping.clone(),
+                    mapping_name: first.mapping_name.clone(),
+                });
+                start = end;
+            } else {
+                start += 1;
+            }
+        }
         (found, scanned)
     }
 
@@ -348,6 +475,23 @@ impl Evidence {
     }
 }
 
+/// A word of memory equal to a word of an old key's block function.
+struct WordHit {
+    at: usize,
+    key: usize,
+    /// Its entry in [`Evidence::table`]: distinct entries of one key are distinct words.
+    entry: usize,
+    mapping: Range<usize>,
+    mapping_name: String,
+}
+
+/// Whether `word` is one of the eight words of `keys[key]`.
+fn is_key_word(keys: &[[u8; KEY_LEN]], key: usize, word: u32) -> bool {
+    keys[key]
+        .chunks_exact(4)
+        .any(|w| u32::from_le_bytes(w.try_into().unwrap()) == word)
+}
+
 /// Where [`Evidence::chacha20_block`] writes its block.
 #[derive(Clone, Copy)]
 enum Output {
@@ -355,6 +499,41 @@ enum Output {
     NextKey,
     /// All 64 bytes, to `Evidence::block`.
     Block,
+}
+
+/// The rounds of the ChaCha20 block function for block `counter` under `key` (RFC 8439,
+/// section 2.3, with D. J. Bernstein's original layout: constants in words 0-3, key in
+/// words 4-11, a 64-bit block counter in words 12-13, the 64-bit nonce 0 in words 14-15):
+/// leaves the input in `input` and the working state after round 20 in `state`;
+/// `each_round` sees the working state after every round.
+fn block_function(
+    key: &[u8; KEY_LEN],
+    counter: u64,
+    input: &mut [u32; 16],
+    state: &mut [u32; 16],
+    mut each_round: impl FnMut(&[u32; 16]),
+) {
+    input[..4].copy_from_slice(&[0x6170_7865, 0x3320_646e, 0x7962_2d32, 0x6b20_6574]);
+    for (word, bytes) in input[4..12].iter_mut().zip(key.chunks_exact(4)) {
+        *word = u32::from_le_bytes(bytes.try_into().unwrap());
+    }
+    input[12] = counter as u32;
+    input[13] = (counter >> 32) as u32;
+    input[14] = 0;
+    input[15] = 0;
+    *state = *input;
+    for _ in 0..10 {
+        // Columns, then diagonals.
+        for round in [
+            [[0, 4, 8, 12], [1, 5, 9, 13], [2, 6, 10, 14], [3, 7, 11, 15]],
+            [[0, 5, 10, 15], [1, 6, 11, 12], [2, 7, 8, 13], [3, 4, 9, 14]],
+        ] {
+            for [a, b, c, d] in round {
+                quarter_round(state, a, b, c, d);
+            }
+            each_round(state);
+        }
+    }
 }
 
 fn quarter_round(x: &mut [u32; 16], a: usize, b: usize, c: usize, d: usize) {
@@ -373,9 +552,12 @@ fn quarter_round(x: &mut [u32; 16], a: usize, b: usize, c: usize, d: usize) {
 enum Kind {
     /// The whole key as 32 contiguous bytes.
     Contiguous,
-    /// Word `i` of the key (its little-endian bytes `4 i..4 i + 4`) at least eight times in
-    /// a row.
+    /// Word `i` of the key (its little-endian bytes `4 i..4 i + 4`, as a native-endian
+    /// word) at least eight times in a row.
     Broadcast(usize),
+    /// At least [`CLUSTER_WORDS`] distinct words of the key and its block function within
+    /// [`CLUSTER_SPAN`] bytes: `words` distinct ones, `key_words` of them key words.
+    Cluster { words: usize, key_words: usize },
 }
 
 /// An old key in memory outside the generator.
@@ -413,6 +595,10 @@ impl Finding {
                     self.at.len() / 4
                 )
             }
+            Kind::Cluster { words, key_words } => format!(
+                "as a cluster of {words} distinct words of its block function ({key_words} \
+                 of them key words)"
+            ),
         };
         let place = if self.mapping.contains(&frame) {
             let depth = frame.saturating_sub(self.at.start);
@@ -468,6 +654,15 @@ fn scrub_stack_below() {
     black_box(&mut area);
 }
 
+/// Zeroes the stack the scan's own frames may have used (it compares words of the keys in
+/// registers that may be spilled), above the reads' dead frames, which lie deeper than
+/// [`STACK_GAP`] and are left for the next scan.
+#[inline(never)]
+fn scrub_scan_frames() {
+    let mut area = [0u8; STACK_GAP / 2];
+    black_box(&mut area);
+}
+
 /// Runs `reads` with [`STACK_GAP`] bytes of stack kept between the caller's frame and it.
 #[inline(never)]
 fn run_deeper(reads: &mut dyn FnMut()) {
@@ -518,6 +713,7 @@ fn check_no_old_key_after(groups: &[Vec<usize>]) {
             }
         });
         let (more, bytes) = evidence.scan_for_keys(old, scan);
+        scrub_scan_frames();
         found.extend(more);
         scanned += bytes;
         rest = later;
