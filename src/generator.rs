@@ -54,6 +54,7 @@ impl Core {
     }
 
     /// The current key `K`.
+    #[cfg(any(test, fuzzing))]
     #[inline]
     pub(crate) fn key(&self) -> &[u8; KEY_LEN] {
         self.block[0]
@@ -148,8 +149,7 @@ impl Core {
         debug_assert_eq!(self.avail, 0);
         debug_assert!(dest.len() >= BUFFER_LEN);
         let (head, rest) = dest.split_at_mut(BUFFER_LEN);
-        keystream::write_bytes(self.key(), REFILL_BLOCKS as u64, rest);
-        keystream::refill_in_place(&mut self.block);
+        keystream::direct_fill_in_place(&mut self.block, rest);
         let buffer = &mut self.block.as_flattened_mut()[KEY_LEN..];
         head.copy_from_slice(buffer);
         buffer.zeroize();

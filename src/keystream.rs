@@ -19,7 +19,8 @@
 //! ChaCha is add-rotate-xor only, so the kernels run in constant time like the crate's
 //! backends. Every keystream computation (kernel or crate) runs in a callee that is never
 //! inlined, and the stack area below the caller, where that callee's frames were, is zeroed
-//! after it returns ([`scrub_stack`]), so no spilled key word outlives the refill; key-derived values can
+//! after it returns (`keystream/scrub.rs`, with signal frames pushed below it on x86-64
+//! Linux), so no spilled key word outlives the refill; key-derived values can
 //! remain in vector registers until later code reuses them (see docs/DESIGN.md, threat
 //! model).
 
@@ -137,11 +138,26 @@ fn with_kernels<'a>(
 /// whole kernel passes straight into `out`, the rest (under eight blocks) through a scratch
 /// pass that is wiped afterwards. The computation runs in a callee of its own, whose frames
 /// (and those of every kernel or crate backend it calls) are zeroed after it returns
-/// ([`scrub_stack`]).
+/// ([`scrub::below`]).
 #[inline]
+#[cfg_attr(not(test), allow(dead_code))] // direct fills use `direct_fill_in_place`
 pub(crate) fn write_bytes(key: &[u8; KEY_LEN], counter: u64, out: &mut [u8]) {
-    write_bytes_below(key, counter, out);
-    scrub_stack();
+    scrub::below(|| write_bytes_below(key, counter, out));
+}
+
+/// The keystream of a direct fill: blocks 16 on under the key held in the first 32 bytes of
+/// `blocks` into `rest`, then blocks 0..16 over `blocks` (as [`refill_in_place`]), in one
+/// computation whose frames are zeroed after it returns ([`scrub::below`]).
+#[inline]
+pub(crate) fn direct_fill_in_place(blocks: &mut [Block; 16], rest: &mut [u8]) {
+    scrub::below(|| {
+        write_bytes_below(
+            blocks[0].first_chunk().expect("a block holds a key"),
+            16,
+            rest,
+        );
+        refill_below(blocks);
+    });
 }
 
 /// [`write_bytes`] without the scrub: every key-derived value it or its callees make lives
@@ -190,11 +206,10 @@ const PASS: usize = 8;
 
 /// Overwrites `blocks` with the 16 keystream blocks 0..16 of the key held in the first 32
 /// bytes of `blocks` (the key is read before anything is written). The computation runs in
-/// a callee of its own, whose frames are zeroed after it returns ([`scrub_stack`]).
+/// a callee of its own, whose frames are zeroed after it returns ([`scrub::below`]).
 #[inline]
 pub(crate) fn refill_in_place(blocks: &mut [Block; 16]) {
-    refill_below(blocks);
-    scrub_stack();
+    scrub::below(|| refill_below(blocks));
 }
 
 /// [`refill_in_place`] without the scrub: every key-derived value it or its callees make
@@ -228,79 +243,11 @@ fn with_crate(key: &[u8; KEY_LEN], counter: u64, out: &mut [Block]) {
     // `cipher` is zeroized by its `Drop`.
 }
 
-/// Bytes of stack below the caller's frame that [`scrub_stack`] zeroes after a keystream
-/// computation: at least the deepest stack the computation's frames reach, on any path
-/// (fkrng's kernels, the `chacha20` crate's backends), as measured by the unit test
-/// `scrub_covers_the_deepest_keystream_frame`. Unoptimised builds (recognised by their debug
-/// assertions, which every Cargo profile with opt-level 0 enables by default) keep every
-/// intermediate of the crate's generic code in frames of their own and need several times
-/// more.
-const SCRUB_BYTES: usize = if cfg!(debug_assertions) {
-    SCRUB_BYTES_UNOPTIMISED
-} else {
-    SCRUB_BYTES_OPTIMISED
-};
-
-/// [`SCRUB_BYTES`] of optimised builds.
-const SCRUB_BYTES_OPTIMISED: usize = 2048;
-
-/// [`SCRUB_BYTES`] of builds with debug assertions (opt-level 0 by default).
-const SCRUB_BYTES_UNOPTIMISED: usize = 8192;
-
-/// Overwrites [`SCRUB_BYTES`] bytes of the stack just below the caller's frame with zeros.
-///
-/// Cipher code copies the state (the key words among them) into its own frame and spills
-/// vector registers there; that frame is dead but intact after the call returns, and a key
-/// word found there would help recompute the batch it produced and every key after it.
-/// Called right after the keystream callee, from the same frame, this reuses the same stack
-/// area for one zeroed array: one `memset` per refill or direct fill. The zeroing is kept by
-/// an `asm!` block that takes the array's address and, as far as the compiler knows, reads
-/// it (where `asm!` is not stable, by volatile writes of whole words), so no optimiser may
-/// drop the stores as dead. `tests/residue.rs` checks the result.
-#[inline(never)]
-fn scrub_stack() {
-    let mut area = [0usize; SCRUB_BYTES / size_of::<usize>()];
-    keep_zeroes(&mut area);
-}
-
-/// Makes the zeroes in `area` observable: an empty `asm!` block given its address (which
-/// the compiler must assume reads the memory), or volatile stores where `asm!` is not
-/// available.
-#[inline(always)]
-fn keep_zeroes(area: &mut [usize]) {
-    #[cfg(any(
-        target_arch = "x86",
-        target_arch = "x86_64",
-        target_arch = "arm",
-        target_arch = "aarch64",
-        target_arch = "riscv32",
-        target_arch = "riscv64",
-        target_arch = "loongarch64"
-    ))]
-    // SAFETY: the block is empty: it reads, writes and jumps nowhere; without `nomem` the
-    // compiler must assume it reads the memory `area` points to, so the zeroes are stored.
-    unsafe {
-        core::arch::asm!("/* {0} */", in(reg) area.as_mut_ptr(), options(nostack, preserves_flags));
-    }
-    #[cfg(not(any(
-        target_arch = "x86",
-        target_arch = "x86_64",
-        target_arch = "arm",
-        target_arch = "aarch64",
-        target_arch = "riscv32",
-        target_arch = "riscv64",
-        target_arch = "loongarch64"
-    )))]
-    for word in area.iter_mut() {
-        // SAFETY: `word` is a valid, exclusive reference to an initialised `usize`.
-        unsafe { core::ptr::write_volatile(word, 0) };
-    }
-}
-
 #[cfg(all(target_arch = "x86_64", feature = "std"))]
 mod avx2;
 #[cfg(all(target_arch = "x86_64", feature = "std"))]
 mod avx512;
+mod scrub;
 
 #[cfg(test)]
 mod tests {

@@ -251,8 +251,7 @@ impl Evidence {
         }
     }
 
-    /// Puts the words of `keys[..old]` and of their block functions into the table and the
-    /// filter.
+    /// Puts the words of `keys[..old]` and of their block functions into the table, sorted.
     fn build_table(&mut self, old: usize) {
         self.table_len = 0;
         for key in 0..old {
@@ -292,6 +291,10 @@ impl Evidence {
             self.table_len = start + kept;
         }
         self.table[..self.table_len].sort_unstable();
+    }
+
+    /// Sets the filter from the table.
+    fn build_filter(&mut self) {
         self.filter.fill(0);
         for &(w, _) in &self.table[..self.table_len] {
             self.filter[(w >> 14) as usize] |= 1 << ((w >> 8) & 63);
@@ -347,6 +350,7 @@ impl Evidence {
     /// Returns what it found and the number of bytes it read.
     fn scan_for_keys(&mut self, old: usize, scan: usize) -> (Vec<Finding>, usize) {
         self.build_table(old);
+        self.build_filter();
         for key in 0..old {
             let bytes = &self.keys[key];
             self.prefixes[key] = (u64::from_le_bytes(bytes[..8].try_into().unwrap()), key);
@@ -852,4 +856,232 @@ fn one_off_read_leaves_no_key_behind() {
     );
     let served = SERVED.lock().unwrap().expect("the destructor read");
     assert_eq!(keys_reproducing(&served), Vec::<usize>::new());
+}
+
+// ---- Signal frames ------------------------------------------------------------------------
+
+/// Batches (one refill and one direct fill per round) the signal-storm scan runs at least.
+const STORM_MIN_BATCHES: usize = 4000;
+
+/// Batches interrupted by a signal that the signal-storm scan waits for, at least.
+const STORM_MIN_INTERRUPTED: usize = 200;
+
+/// Batches after which the signal-storm scan gives up waiting for interrupted ones.
+const STORM_MAX_BATCHES: usize = 400_000;
+
+/// Bytes of dead stack below the reading code that the signal-storm scan reads after each
+/// batch: more than the deepest keystream frame plus the red zone plus the largest signal
+/// frame (`getauxval(AT_MINSIGSTKSZ)`, 3.3 KiB with AVX-512 state).
+const STORM_SPAN: usize = 16 << 10;
+
+/// Signals the storm handler has run.
+static STORM_SIGNALS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+extern "C" fn count_signal(_: libc::c_int) {
+    STORM_SIGNALS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// What the signal-storm scan found after one batch, in the dead stack below the reads.
+#[derive(Default)]
+struct StormFindings {
+    /// Batches with at least two distinct words of the key just made old.
+    key_words: usize,
+    /// Batches with all eight.
+    whole_keys: usize,
+    /// Batches with a cluster of block-function words of that key.
+    clusters: usize,
+    /// Deepest finding below the reading code's frame, in bytes.
+    deepest: usize,
+}
+
+/// Signal frames: a second thread sends `SIGUSR2` to the reading thread every ~20 µs
+/// while it alternates refills and direct fills; the handler (on the reading thread's own
+/// stack, as most handlers run) only counts. The kernel saves the interrupted registers,
+/// vector registers included, in a frame below the interrupted code's stack pointer. After
+/// every batch the test reads the 16 KiB of dead stack below the reading code and searches
+/// it for the key that batch ran under (now old): two or more of its eight words, or a
+/// cluster of the words of its block function ([`CLUSTER_WORDS`] within [`CLUSTER_SPAN`]
+/// bytes). Two given words of a key in 4096 random words occur with probability under
+/// C(4096, 2) (8 / 2^32)^2 = 3e-11. Runs until at least [`STORM_MIN_INTERRUPTED`] batches
+/// were interrupted by a signal.
+#[test]
+#[cfg_attr(
+    debug_assertions,
+    ignore = "needs an optimised build: cargo test --release --test residue"
+)]
+fn signal_frames_leave_no_old_key_behind() {
+    let _scan = MEMORY_SCAN.lock().unwrap_or_else(PoisonError::into_inner);
+    use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+
+    // SAFETY: a handler that only increments an atomic; `sa_mask` is initialised empty.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = count_signal as extern "C" fn(libc::c_int) as usize;
+        action.sa_flags = libc::SA_RESTART;
+        libc::sigemptyset(&mut action.sa_mask);
+        assert_eq!(
+            libc::sigaction(libc::SIGUSR2, &action, std::ptr::null_mut()),
+            0
+        );
+    }
+    // SAFETY: returns the calling thread's id.
+    let reader = unsafe { libc::pthread_self() };
+    let stop = std::sync::Arc::new(AtomicBool::new(false));
+    let sender = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            // SAFETY: sets this thread's timer slack to 1 ns, so that 20 µs sleeps are short.
+            unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1) };
+            while !stop.load(Relaxed) {
+                // SAFETY: `reader` is alive until `stop` is set and this thread is joined.
+                unsafe { libc::pthread_kill(reader, libc::SIGUSR2) };
+                std::thread::sleep(std::time::Duration::from_micros(20));
+            }
+        })
+    };
+
+    let mut evidence = Evidence::new();
+    evidence.draw_keys(1);
+    let mut rng = boxed_generator(&evidence.keys[0]);
+    scrub_stack_below();
+    let mut served = vec![0u8; 1100];
+    let mut findings = StormFindings::default();
+    let wiped_before = fkrng::probe::signal_frames_wiped();
+    let (mut batches, mut interrupted) = (0, 0);
+    while batches < STORM_MIN_BATCHES
+        || interrupted < STORM_MIN_INTERRUPTED && batches < STORM_MAX_BATCHES
+    {
+        // A refill (a 1-byte read, then the other 991 bytes) or a direct fill of 1100 bytes.
+        let refill = batches % 2 == 0;
+        let len = if refill { BUFFER_LEN } else { 1100 };
+        let mut frame = 0usize;
+        let before = STORM_SIGNALS.load(Relaxed);
+        run_deeper_unpainted(&mut || {
+            let here = 0u8;
+            frame = black_box(&raw const here) as usize;
+            if refill {
+                let (one, rest) = served[..len].split_at_mut(1);
+                rng.fill(one);
+                rng.fill(rest);
+            } else {
+                rng.fill(&mut served[..len]);
+            }
+        });
+        if STORM_SIGNALS.load(Relaxed) != before {
+            interrupted += 1;
+        }
+        evidence.check_batch(0, &served[..len]);
+        evidence.storm_scan(frame, &mut findings);
+        evidence.keys.copy_within(1..2, 0);
+        evidence.chacha20_block(0, 0, Output::NextKey);
+        batches += 1;
+    }
+    stop.store(true, Relaxed);
+    sender.join().unwrap();
+    let wiped = fkrng::probe::signal_frames_wiped() - wiped_before;
+    evidence.wipe();
+    drop(rng);
+    eprintln!(
+        "{batches} batches, {interrupted} interrupted by one of {} signals; after {} of them \
+         two or more words of the old key in the dead stack below the reads, after {} all \
+         eight, after {} a cluster of its block function's words; deepest {} bytes below; \
+         {wiped} signal frames below a computation wiped",
+        STORM_SIGNALS.load(Relaxed),
+        findings.key_words,
+        findings.whole_keys,
+        findings.clusters,
+        findings.deepest
+    );
+    assert!(
+        interrupted >= STORM_MIN_INTERRUPTED,
+        "only {interrupted} of {batches} batches were interrupted by a signal"
+    );
+    if cfg!(target_arch = "x86_64") {
+        assert!(
+            wiped > 0,
+            "no signal frame was found below a keystream computation"
+        );
+    }
+    assert!(
+        findings.key_words == 0 && findings.clusters == 0,
+        "old key material in dead stack after {} batches (key words) and {} (clusters)",
+        findings.key_words,
+        findings.clusters
+    );
+}
+
+/// [`run_deeper`] without zeroing the gap (which would take most of the time between
+/// batches, when a signal is then least useful).
+#[inline(never)]
+fn run_deeper_unpainted(reads: &mut dyn FnMut()) {
+    let gap = core::mem::MaybeUninit::<[u8; STACK_GAP]>::uninit();
+    black_box(&gap);
+    reads();
+    black_box(&gap);
+}
+
+impl Evidence {
+    /// Reads the [`STORM_SPAN`] bytes of stack below `frame` and searches them for words of
+    /// `keys[0]` and of its block function.
+    fn storm_scan(&mut self, frame: usize, findings: &mut StormFindings) {
+        self.build_table(1);
+        let start = (frame & !63) - STORM_SPAN;
+        let mem = std::fs::File::open("/proc/self/mem").unwrap();
+        let got =
+            std::os::unix::fs::FileExt::read_at(&mem, &mut self.scan[..STORM_SPAN], start as u64)
+                .unwrap();
+        assert_eq!(got, STORM_SPAN);
+        let Self {
+            keys,
+            table,
+            table_len,
+            scan,
+            ..
+        } = self;
+        let table = &table[..*table_len];
+        let mut key_words = [false; 8];
+        let mut hits: Vec<(usize, usize)> = Vec::new();
+        for (i, word) in scan[..STORM_SPAN].chunks_exact(4).enumerate() {
+            let word = u32::from_ne_bytes(word.try_into().unwrap());
+            if word == 0 {
+                continue;
+            }
+            let first = table.partition_point(|&(w, _)| w < word);
+            if table.get(first).is_some_and(|&(w, _)| w == word) {
+                hits.push((4 * i, first));
+                for (k, key_word) in keys[0].chunks_exact(4).enumerate() {
+                    if u32::from_le_bytes(key_word.try_into().unwrap()) == word {
+                        key_words[k] = true;
+                    }
+                }
+            }
+        }
+        let mut cluster = false;
+        for (n, &(at, _)) in hits.iter().enumerate() {
+            let mut entries: Vec<usize> = hits[n..]
+                .iter()
+                .take_while(|&&(b, _)| b < at + CLUSTER_SPAN)
+                .map(|&(_, e)| e)
+                .collect();
+            entries.sort_unstable();
+            entries.dedup();
+            cluster |= entries.len() >= CLUSTER_WORDS;
+        }
+        let distinct = key_words.iter().filter(|&&k| k).count();
+        if std::env::var_os("STORM_DEBUG").is_some() {
+            eprintln!(
+                "frame {frame:#x} hits {} distinct {distinct} first {:?}",
+                hits.len(),
+                hits.first()
+            );
+        }
+        findings.key_words += usize::from(distinct >= 2);
+        findings.whole_keys += usize::from(distinct == 8);
+        findings.clusters += usize::from(cluster);
+        if distinct >= 2 || cluster {
+            let lowest = hits.first().map_or(0, |&(at, _)| at);
+            findings.deepest = findings.deepest.max(STORM_SPAN - lowest);
+        }
+        scan[..STORM_SPAN].fill(0);
+    }
 }
