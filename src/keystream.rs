@@ -364,6 +364,123 @@ mod tests {
         }
     }
 
+    /// Byte painted over a measuring thread's stack.
+    #[cfg(target_os = "linux")]
+    const PAINT: u8 = 0xa7;
+
+    /// Runs `f` on a thread whose 64 KiB stack (below a `PROT_NONE` guard page) is painted
+    /// with [`PAINT`] beforehand, and returns how many bytes below the address `f` returns
+    /// were written: the depth of the deepest frame that `f`'s callees reached below it.
+    #[cfg(target_os = "linux")]
+    fn deepest_below(f: fn() -> usize) -> usize {
+        const SIZE: usize = 64 << 10;
+        const GUARD: usize = 4096;
+        struct Job {
+            f: fn() -> usize,
+            top: usize,
+        }
+        extern "C" fn run(job: *mut libc::c_void) -> *mut libc::c_void {
+            // SAFETY: `job` is the `Job` that `deepest_below` passed and outlives the thread.
+            let job = unsafe { &mut *job.cast::<Job>() };
+            job.top = (job.f)();
+            core::ptr::null_mut()
+        }
+        // SAFETY: a fresh anonymous mapping, its lowest page made inaccessible, painted and
+        // handed to one thread as its stack, joined before the mapping is read and unmapped.
+        unsafe {
+            let base = libc::mmap(
+                core::ptr::null_mut(),
+                GUARD + SIZE,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
+                -1,
+                0,
+            );
+            assert_ne!(base, libc::MAP_FAILED);
+            assert_eq!(libc::mprotect(base, GUARD, libc::PROT_NONE), 0);
+            let stack = base.cast::<u8>().add(GUARD);
+            stack.write_bytes(PAINT, SIZE);
+            let mut attr: libc::pthread_attr_t = core::mem::zeroed();
+            assert_eq!(libc::pthread_attr_init(&mut attr), 0);
+            assert_eq!(
+                libc::pthread_attr_setstack(&mut attr, stack.cast(), SIZE),
+                0
+            );
+            let mut job = Job { f, top: 0 };
+            let mut thread: libc::pthread_t = 0;
+            let job_ptr = (&raw mut job).cast();
+            assert_eq!(libc::pthread_create(&mut thread, &attr, run, job_ptr), 0);
+            assert_eq!(libc::pthread_join(thread, core::ptr::null_mut()), 0);
+            libc::pthread_attr_destroy(&mut attr);
+            let untouched = (0..SIZE)
+                .take_while(|&i| stack.add(i).read_volatile() == PAINT)
+                .count();
+            let lowest = stack as usize + untouched;
+            libc::munmap(base, GUARD + SIZE);
+            assert!(untouched > 0, "the thread used its whole stack");
+            job.top - lowest
+        }
+    }
+
+    /// The stack pointer of the caller of the function that calls this (approximately: the
+    /// address of a local of that function).
+    #[cfg(target_os = "linux")]
+    #[inline(always)]
+    fn here() -> usize {
+        let marker = 0u8;
+        core::hint::black_box(&raw const marker) as usize
+    }
+
+    /// The scrub reaches deeper than every keystream computation of this build and CPU: a
+    /// refill, a direct fill's blocks past the refill (whole passes and every tail length)
+    /// and the `chacha20` crate alone, each measured on a painted stack, plus the red zone
+    /// and signal-frame alignment below it.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn scrub_covers_the_deepest_keystream_frame() {
+        #[inline(never)]
+        fn refill() -> usize {
+            let top = here();
+            let mut blocks = [[0x3cu8; BLOCK_LEN]; 16];
+            refill_below(core::hint::black_box(&mut blocks));
+            top
+        }
+        #[inline(never)]
+        fn direct() -> usize {
+            let top = here();
+            let mut out = [0u8; 40 * BLOCK_LEN + 17];
+            for len in [BLOCK_LEN, 3 * BLOCK_LEN + 5, 8 * BLOCK_LEN, out.len()] {
+                write_bytes_below(&[0x3c; KEY_LEN], 16, core::hint::black_box(&mut out[..len]));
+            }
+            top
+        }
+        #[inline(never)]
+        fn crate_alone() -> usize {
+            let top = here();
+            let mut out = [[0u8; BLOCK_LEN]; 16];
+            with_crate(&[0x3c; KEY_LEN], 0, core::hint::black_box(&mut out));
+            top
+        }
+        let margin = 128 + 64;
+        for (name, f) in [
+            ("refill", refill as fn() -> usize),
+            ("direct fill", direct),
+            ("chacha20 crate", crate_alone),
+        ] {
+            let depth = deepest_below(f);
+            eprintln!(
+                "{name}: {depth} bytes below the caller; scrub {} bytes",
+                scrub::SCRUB_BYTES
+            );
+            assert!(depth > 0, "{name}: nothing measured");
+            assert!(
+                depth + margin <= scrub::SCRUB_BYTES,
+                "{name}: {depth} + {margin} bytes > scrub of {}",
+                scrub::SCRUB_BYTES
+            );
+        }
+    }
+
     #[test]
     fn refill_in_place_is_keystream_0_to_16_of_the_old_key() {
         let key = [0x17; KEY_LEN];

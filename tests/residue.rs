@@ -1068,13 +1068,6 @@ impl Evidence {
             cluster |= entries.len() >= CLUSTER_WORDS;
         }
         let distinct = key_words.iter().filter(|&&k| k).count();
-        if std::env::var_os("STORM_DEBUG").is_some() {
-            eprintln!(
-                "frame {frame:#x} hits {} distinct {distinct} first {:?}",
-                hits.len(),
-                hits.first()
-            );
-        }
         findings.key_words += usize::from(distinct >= 2);
         findings.whole_keys += usize::from(distinct == 8);
         findings.clusters += usize::from(cluster);
