@@ -73,6 +73,20 @@ for t in "${tests[@]}"; do
         echo "== valgrind $(basename "$t"): skipped (raw clone under valgrind)"
         continue
         ;;
+    residue-*)
+        # Reads the whole process's memory through /proc/self/mem (valgrind's own shadow
+        # memory included: hundreds of MiB, hours under memcheck) and raises signal storms,
+        # whose frames valgrind lays out itself; runs natively in `cargo test` and in CI's
+        # release and unoptimised residue runs.
+        echo "== valgrind $(basename "$t"): skipped (memory scans, signal storm)"
+        continue
+        ;;
+    stack_use-*)
+        # Measures stack use on painted stacks; under valgrind the client's stacks and
+        # signal frames are valgrind's own, so the figures would say nothing about fkrng.
+        echo "== valgrind $(basename "$t"): skipped (stack measurement)"
+        continue
+        ;;
     rustls-*)
         # ring's AES-GCM assembly trips memcheck's uninitialised-value check inside ring
         # (ring::bb::verify_slices_are_equal), not in fkrng; runs natively in `cargo test`.

@@ -7,7 +7,13 @@
 //!   contiguous bytes and as a *broadcast* of any of its eight words: eight equal
 //!   little-endian words in a row at 4-byte alignment, which is what a vector register
 //!   holding one key word in every lane leaves when it is spilled to a stack frame (eight
-//!   such registers give the key back).
+//!   such registers give the key back). Independently of byte order and layout, memory is
+//!   also searched for *clusters*: four or more distinct native-endian 32-bit words, at
+//!   4-byte alignment within 256 bytes, from one old key's eight words and the working
+//!   states of its block function (see [`CLUSTER_WORDS`] for the false-positive rate).
+//! - `signal_frames_leave_no_old_key_behind`: a signal storm during refills and direct
+//!   fills; after each batch the dead stack below the reads, where the kernel puts signal
+//!   frames, is searched for the batch's key and block-function words.
 //! - `one_off_read_leaves_no_key_behind`: after a read served from fresh OS bytes (a
 //!   thread-local destructor after the thread's state was released; the same path serves
 //!   signal handlers that interrupt a read), no 32-byte window may be a ChaCha20 key whose
@@ -18,9 +24,9 @@
 //! test at a time (a scan's buffer holds copies of whatever it read, so concurrent scans would
 //! see each other's search data).
 //!
-//! Optimised builds only: unoptimised code (the default test profile) moves the cipher's
-//! state through several stack frames of generic code instantiated in this crate, which no
-//! wipe can reach; CI runs these tests with `cargo test --release --test residue`.
+//! Every build profile: CI runs these tests in the default test profile, in release, with
+//! fkrng and the `chacha20` crate at opt-level 0 (as a dependent's debug build compiles
+//! them), and in release under emulated CPUs without AVX-512 or AVX2 (each keystream path).
 
 #![cfg(target_os = "linux")]
 
@@ -760,10 +766,6 @@ fn check_no_old_key_after(groups: &[Vec<usize>]) {
 /// buffer dry. 15 refills in all, all through the AVX-512 kernel on CPUs with AVX-512F, the
 /// AVX2 kernel on CPUs with AVX2 only, and the `chacha20` crate elsewhere.
 #[test]
-#[cfg_attr(
-    debug_assertions,
-    ignore = "needs an optimised build: cargo test --release --test residue"
-)]
 fn refills_leave_no_old_key_behind() {
     check_no_old_key_after(&[
         vec![1],
@@ -781,10 +783,6 @@ fn refills_leave_no_old_key_behind() {
 /// through a scratch area, by whichever kernel (or the `chacha20` crate) the CPU and the
 /// length select.
 #[test]
-#[cfg_attr(
-    debug_assertions,
-    ignore = "needs an optimised build: cargo test --release --test residue"
-)]
 fn direct_fills_leave_no_old_key_behind() {
     check_no_old_key_after(&[
         vec![5000],
@@ -835,10 +833,6 @@ fn keys_reproducing(served: &[u8; 16]) -> Vec<usize> {
 }
 
 #[test]
-#[cfg_attr(
-    debug_assertions,
-    ignore = "needs an optimised build: cargo test --release --test residue"
-)]
 fn one_off_read_leaves_no_key_behind() {
     let _scan = MEMORY_SCAN.lock().unwrap_or_else(PoisonError::into_inner);
     let one_offs = fkrng::probe::one_off_reads_unavailable();
@@ -905,10 +899,6 @@ struct StormFindings {
 /// C(4096, 2) (8 / 2^32)^2 = 3e-11. Runs until at least [`STORM_MIN_INTERRUPTED`] batches
 /// were interrupted by a signal.
 #[test]
-#[cfg_attr(
-    debug_assertions,
-    ignore = "needs an optimised build: cargo test --release --test residue"
-)]
 fn signal_frames_leave_no_old_key_behind() {
     let _scan = MEMORY_SCAN.lock().unwrap_or_else(PoisonError::into_inner);
     use std::sync::atomic::{AtomicBool, Ordering::Relaxed};

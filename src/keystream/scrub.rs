@@ -45,7 +45,7 @@ pub(super) const SCRUB_BYTES: usize = if cfg!(debug_assertions) {
 const SCRUB_BYTES_OPTIMISED: usize = 2048;
 
 /// [`SCRUB_BYTES`] of builds with debug assertions (opt-level 0 by default).
-const SCRUB_BYTES_UNOPTIMISED: usize = 8192;
+const SCRUB_BYTES_UNOPTIMISED: usize = 4096;
 
 /// Runs `compute` (which must call a function that is never inlined, holding every
 /// key-derived value in its frames) and zeroes the stack below the caller afterwards, and,
