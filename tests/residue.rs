@@ -986,7 +986,9 @@ fn signal_frames_leave_no_old_key_behind() {
         interrupted >= STORM_MIN_INTERRUPTED,
         "only {interrupted} of {batches} batches were interrupted by a signal"
     );
-    if cfg!(target_arch = "x86_64") {
+    // Optimised x86-64 builds scrub less stack than a signal frame takes, so frames
+    // reach below the scrubbed area and must have been found there.
+    if cfg!(all(target_arch = "x86_64", not(debug_assertions))) {
         assert!(
             wiped > 0,
             "no signal frame was found below a keystream computation"

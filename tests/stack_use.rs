@@ -295,8 +295,8 @@ mod linux {
 
     /// Bytes of a painted [`THREAD_STACK`]-byte thread stack used by refills and direct
     /// fills while another thread sends `SIGUSR2` (handled on the same stack) every ~20 µs,
-    /// until the stack below a computation has been wiped after a signal frame at least
-    /// 20 times (x86-64 Linux; elsewhere 20 000 batches); returns those wipes too.
+    /// until the stack below a computation has been wiped after a signal frame 20 times
+    /// (x86-64 Linux), or for 20 000 batches; returns those wipes too.
     fn under_signals() -> (usize, u64) {
         // SAFETY: a handler that only counts, on the interrupted stack.
         unsafe {
@@ -336,12 +336,8 @@ mod linux {
                 let start = fkrng::probe::signal_frames_wiped();
                 // SAFETY: as in `read`.
                 let buf = unsafe { &mut *BUFFER.0.get() };
-                for batch in 0..200_000 {
-                    if cfg!(target_arch = "x86_64") {
-                        if fkrng::probe::signal_frames_wiped() - start >= 20 {
-                            break;
-                        }
-                    } else if batch == 20_000 {
+                for _ in 0..20_000 {
+                    if fkrng::probe::signal_frames_wiped() - start >= 20 {
                         break;
                     }
                     fkrng::fill(&mut buf[..992]);
@@ -411,7 +407,9 @@ mod linux {
              computation",
             used.saturating_sub(thread_base)
         );
-        if cfg!(target_arch = "x86_64") {
+        // Optimised x86-64 builds scrub less stack than a signal frame takes: frames reach
+        // below it, and the stack they were wiped from counts in the figure.
+        if cfg!(all(target_arch = "x86_64", not(debug_assertions))) {
             assert!(wiped >= 20, "too few signal frames wiped: {wiped}");
         }
     }
