@@ -19,10 +19,11 @@
 //! ChaCha is add-rotate-xor only, so the kernels run in constant time like the crate's
 //! backends. Every keystream computation (kernel or crate) runs in a callee that is never
 //! inlined, and the stack area below the caller, where that callee's frames were, is zeroed
-//! after it returns (`keystream/scrub.rs`, with signal frames pushed below it on x86-64
-//! Linux), so no spilled key word outlives the refill; key-derived values can
-//! remain in vector registers until later code reuses them (see docs/DESIGN.md, threat
-//! model).
+//! after it returns (`keystream/scrub.rs`, with signal frames pushed below it and the
+//! registers on x86-64 Linux), so no spilled key word outlives the refill; elsewhere
+//! key-derived values can remain in vector registers until later code reuses them (see
+//! docs/SECURITY.md, "Keystream residue and stack use"). Builds with debug assertions
+//! compute keystream with `keystream/portable.rs` instead, for a small stack at opt-level 0.
 
 use crate::generator::{BLOCK_LEN, KEY_LEN};
 use chacha20::ChaCha20LegacyCore;
