@@ -157,28 +157,39 @@ mod signal_frames {
         // and the band write used, not part of any Rust object. `vzeroall`/`vpxord` run only
         // where the CPU has AVX/AVX-512F, as detected.
         unsafe {
+            // Vector registers: all 32 (and the masks) with AVX-512F, all 16 whole with AVX,
+            // else the 16 SSE registers. VEX/EVEX code ends in the clean upper state, so
+            // later SSE code pays no transition.
             if std::arch::is_x86_feature_detected!("avx512f") {
                 clear_zmm();
             } else if std::arch::is_x86_feature_detected!("avx") {
-                core::arch::asm!("vzeroall", out("ymm0") _, out("ymm1") _, out("ymm2") _, out("ymm3") _, out("ymm4") _, out("ymm5") _, out("ymm6") _, out("ymm7") _, out("ymm8") _, out("ymm9") _, out("ymm10") _, out("ymm11") _, out("ymm12") _, out("ymm13") _, out("ymm14") _, out("ymm15") _, options(nomem, nostack, preserves_flags));
+                clear_ymm();
+            } else {
+                core::arch::asm!(
+                    "pxor xmm0, xmm0",
+                    "pxor xmm1, xmm1",
+                    "pxor xmm2, xmm2",
+                    "pxor xmm3, xmm3",
+                    "pxor xmm4, xmm4",
+                    "pxor xmm5, xmm5",
+                    "pxor xmm6, xmm6",
+                    "pxor xmm7, xmm7",
+                    "pxor xmm8, xmm8",
+                    "pxor xmm9, xmm9",
+                    "pxor xmm10, xmm10",
+                    "pxor xmm11, xmm11",
+                    "pxor xmm12, xmm12",
+                    "pxor xmm13, xmm13",
+                    "pxor xmm14, xmm14",
+                    "pxor xmm15, xmm15",
+                    out("xmm0") _, out("xmm1") _, out("xmm2") _, out("xmm3") _,
+                    out("xmm4") _, out("xmm5") _, out("xmm6") _, out("xmm7") _,
+                    out("xmm8") _, out("xmm9") _, out("xmm10") _, out("xmm11") _,
+                    out("xmm12") _, out("xmm13") _, out("xmm14") _, out("xmm15") _,
+                    options(nomem, nostack, preserves_flags),
+                );
             }
             core::arch::asm!(
-                "pxor xmm0, xmm0",
-                "pxor xmm1, xmm1",
-                "pxor xmm2, xmm2",
-                "pxor xmm3, xmm3",
-                "pxor xmm4, xmm4",
-                "pxor xmm5, xmm5",
-                "pxor xmm6, xmm6",
-                "pxor xmm7, xmm7",
-                "pxor xmm8, xmm8",
-                "pxor xmm9, xmm9",
-                "pxor xmm10, xmm10",
-                "pxor xmm11, xmm11",
-                "pxor xmm12, xmm12",
-                "pxor xmm13, xmm13",
-                "pxor xmm14, xmm14",
-                "pxor xmm15, xmm15",
                 "xor esi, esi",
                 "xor r8d, r8d",
                 "xor r9d, r9d",
@@ -214,10 +225,6 @@ mod signal_frames {
                 out("r9") _,
                 out("r10") _,
                 out("r11") _,
-                out("xmm0") _, out("xmm1") _, out("xmm2") _, out("xmm3") _,
-                out("xmm4") _, out("xmm5") _, out("xmm6") _, out("xmm7") _,
-                out("xmm8") _, out("xmm9") _, out("xmm10") _, out("xmm11") _,
-                out("xmm12") _, out("xmm13") _, out("xmm14") _, out("xmm15") _,
             );
         }
         if changed != 0 {
@@ -226,7 +233,8 @@ mod signal_frames {
         r
     }
 
-    /// Clears all 32 AVX-512 registers and the mask registers.
+    /// Clears all 32 AVX-512 registers and the mask registers k1 to k7, leaving the upper
+    /// state clean (`vzeroupper`).
     ///
     /// # Safety
     /// Only on a CPU with AVX-512F.
@@ -275,6 +283,7 @@ mod signal_frames {
                 "kxorw k5, k5, k5",
                 "kxorw k6, k6, k6",
                 "kxorw k7, k7, k7",
+                "vzeroupper",
                 out("zmm0") _, out("zmm1") _, out("zmm2") _, out("zmm3") _,
                 out("zmm4") _, out("zmm5") _, out("zmm6") _, out("zmm7") _,
                 out("zmm8") _, out("zmm9") _, out("zmm10") _, out("zmm11") _,
@@ -285,6 +294,26 @@ mod signal_frames {
                 out("zmm28") _, out("zmm29") _, out("zmm30") _, out("zmm31") _,
                 out("k1") _, out("k2") _, out("k3") _, out("k4") _,
                 out("k5") _, out("k6") _, out("k7") _,
+                options(nomem, nostack, preserves_flags),
+            );
+        }
+    }
+
+    /// Clears the 16 AVX registers whole.
+    ///
+    /// # Safety
+    /// Only on a CPU with AVX.
+    #[target_feature(enable = "avx")]
+    #[inline]
+    unsafe fn clear_ymm() {
+        // SAFETY: AVX is present (the caller's contract); registers only.
+        unsafe {
+            core::arch::asm!(
+                "vzeroall",
+                out("ymm0") _, out("ymm1") _, out("ymm2") _, out("ymm3") _,
+                out("ymm4") _, out("ymm5") _, out("ymm6") _, out("ymm7") _,
+                out("ymm8") _, out("ymm9") _, out("ymm10") _, out("ymm11") _,
+                out("ymm12") _, out("ymm13") _, out("ymm14") _, out("ymm15") _,
                 options(nomem, nostack, preserves_flags),
             );
         }
