@@ -897,7 +897,8 @@ struct StormFindings {
 /// cluster of the words of its block function ([`CLUSTER_WORDS`] within [`CLUSTER_SPAN`]
 /// bytes). Two given words of a key in 4096 random words occur with probability under
 /// C(4096, 2) (8 / 2^32)^2 = 3e-11. Runs until at least [`STORM_MIN_INTERRUPTED`] batches
-/// were interrupted by a signal.
+/// were interrupted by a signal. Fails on x86-64 only, where fkrng wipes signal frames
+/// below a keystream computation; elsewhere it reports what the frames leave.
 #[test]
 fn signal_frames_leave_no_old_key_behind() {
     let _scan = MEMORY_SCAN.lock().unwrap_or_else(PoisonError::into_inner);
@@ -994,12 +995,16 @@ fn signal_frames_leave_no_old_key_behind() {
             "no signal frame was found below a keystream computation"
         );
     }
-    assert!(
-        findings.key_words == 0 && findings.clusters == 0,
-        "old key material in dead stack after {} batches (key words) and {} (clusters)",
-        findings.key_words,
-        findings.clusters
-    );
+    // Signal frames are wiped on x86-64 Linux only; elsewhere what they leave is the
+    // documented residue (docs/SECURITY.md), reported above and not a failure.
+    if cfg!(target_arch = "x86_64") {
+        assert!(
+            findings.key_words == 0 && findings.clusters == 0,
+            "old key material in dead stack after {} batches (key words) and {} (clusters)",
+            findings.key_words,
+            findings.clusters
+        );
+    }
 }
 
 /// [`run_deeper`] without zeroing the gap (which would take most of the time between
