@@ -25,9 +25,10 @@
 //! caller-saved general registers are cleared, so a signal that arrives during the zeroing
 //! saves no key material either.
 //!
-//! Elsewhere the scrub zeroes a local array of [`SCRUB_BYTES`] in a frame of its own, kept
-//! by an empty `asm!` block that takes its address (volatile stores where `asm!` is not
-//! stable), and signal frames below the computation are not erased (docs/SECURITY.md).
+//! Elsewhere, and under valgrind (whose memcheck rejects accesses below the stack pointer),
+//! the scrub zeroes a local array of [`SCRUB_BYTES`] in a frame of its own, kept by an
+//! empty `asm!` block that takes its address (volatile stores where `asm!` is not stable),
+//! and signal frames below the computation are not erased (docs/SECURITY.md).
 
 /// Bytes below the caller's stack pointer that are zeroed after a keystream computation:
 /// at least the deepest stack the computation's frames reach on any path (fkrng's kernels,
@@ -69,7 +70,6 @@ pub(super) fn below<R>(compute: impl FnOnce() -> R) -> R {
 /// zeroing is kept by an `asm!` block that takes the array's address and, as far as the
 /// compiler knows, reads it (where `asm!` is not stable, by volatile writes of whole words),
 /// so no optimiser may drop the stores as dead.
-#[cfg(not(all(target_arch = "x86_64", target_os = "linux", feature = "std")))]
 #[inline(never)]
 fn scrub_stack() {
     let mut area = [0usize; SCRUB_BYTES / size_of::<usize>()];
@@ -127,9 +127,58 @@ mod signal_frames {
     /// The signal frame size, read from the auxiliary vector once (0: not read yet).
     static SIGNAL_FRAME: AtomicUsize = AtomicUsize::new(0);
 
+    /// Whether the process runs under valgrind: 0 not known yet, 1 no, 2 yes.
+    static VALGRIND: core::sync::atomic::AtomicU8 = core::sync::atomic::AtomicU8::new(0);
+
+    /// Whether the process runs under valgrind, whose memcheck rejects every access below
+    /// the stack pointer (and which delivers signals itself): there the scrub is the local
+    /// array of [`super::scrub_stack`], in a frame of its own.
+    #[inline(always)]
+    fn under_valgrind() -> bool {
+        match VALGRIND.load(Relaxed) {
+            1 => false,
+            2 => true,
+            _ => ask_valgrind(),
+        }
+    }
+
+    /// Asks valgrind whether it is running, by its documented client request
+    /// `RUNNING_ON_VALGRIND` (0x1001): a sequence of rotations of `rdi` by 128 bits in all
+    /// and `xchg rbx, rbx`, which changes nothing natively and which valgrind recognises,
+    /// answering in `rdx`.
+    #[cold]
+    #[inline(never)]
+    fn ask_valgrind() -> bool {
+        let request: [u64; 6] = [0x1001, 0, 0, 0, 0, 0];
+        let answer: u64;
+        // SAFETY: natively the rotations leave `rdi` as it was and the exchange is a no-op,
+        // so `rdx` keeps 0; under valgrind it reads `request` and writes the answer to `rdx`.
+        unsafe {
+            core::arch::asm!(
+                "rol rdi, 3",
+                "rol rdi, 13",
+                "rol rdi, 61",
+                "rol rdi, 51",
+                "xchg rbx, rbx",
+                in("rax") request.as_ptr(),
+                inout("rdx") 0u64 => answer,
+                inout("rdi") 0u64 => _,
+                options(nostack),
+            );
+        }
+        let yes = answer != 0;
+        VALGRIND.store(if yes { 2 } else { 1 }, Relaxed);
+        yes
+    }
+
     /// See [`super::below`].
     #[inline(always)]
     pub(super) fn below<R>(compute: impl FnOnce() -> R) -> R {
+        if under_valgrind() {
+            let r = compute();
+            super::scrub_stack();
+            return r;
+        }
         // SAFETY: writes the BAND bytes from SCRUB_BYTES + BAND to SCRUB_BYTES below the
         // stack pointer: stack that every keystream computation's scrub writes too (the read
         // paths' stack use, measured with this included, is in docs/SECURITY.md), below the
