@@ -888,8 +888,8 @@ struct StormFindings {
     deepest: usize,
 }
 
-/// Signal frames: a second thread sends `SIGUSR2` to the reading thread every ~20 µs
-/// while it alternates refills and direct fills; the handler (on the reading thread's own
+/// Signal frames: a POSIX timer sends `SIGUSR2` to the reading thread every 20 µs while
+/// it alternates refills and direct fills; the handler (on the reading thread's own
 /// stack, as most handlers run) only counts. The kernel saves the interrupted registers,
 /// vector registers included, in a frame below the interrupted code's stack pointer. After
 /// every batch the test reads the 16 KiB of dead stack below the reading code and searches
@@ -902,7 +902,7 @@ struct StormFindings {
 #[test]
 fn signal_frames_leave_no_old_key_behind() {
     let _scan = MEMORY_SCAN.lock().unwrap_or_else(PoisonError::into_inner);
-    use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+    use std::sync::atomic::Ordering::Relaxed;
 
     // SAFETY: a handler that only increments an atomic; `sa_mask` is initialised empty.
     unsafe {
@@ -915,21 +915,7 @@ fn signal_frames_leave_no_old_key_behind() {
             0
         );
     }
-    // SAFETY: returns the calling thread's id.
-    let reader = unsafe { libc::pthread_self() };
-    let stop = std::sync::Arc::new(AtomicBool::new(false));
-    let sender = {
-        let stop = stop.clone();
-        std::thread::spawn(move || {
-            // SAFETY: sets this thread's timer slack to 1 ns, so that 20 µs sleeps are short.
-            unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1) };
-            while !stop.load(Relaxed) {
-                // SAFETY: `reader` is alive until `stop` is set and this thread is joined.
-                unsafe { libc::pthread_kill(reader, libc::SIGUSR2) };
-                std::thread::sleep(std::time::Duration::from_micros(20));
-            }
-        })
-    };
+    let timer = StormTimer::start();
 
     let mut evidence = Evidence::new();
     evidence.draw_keys(1);
@@ -967,8 +953,7 @@ fn signal_frames_leave_no_old_key_behind() {
         evidence.chacha20_block(0, 0, Output::NextKey);
         batches += 1;
     }
-    stop.store(true, Relaxed);
-    sender.join().unwrap();
+    drop(timer);
     let wiped = fkrng::probe::signal_frames_wiped() - wiped_before;
     evidence.wipe();
     drop(rng);
@@ -1015,6 +1000,51 @@ fn run_deeper_unpainted(reads: &mut dyn FnMut()) {
     black_box(&gap);
     reads();
     black_box(&gap);
+}
+
+/// A POSIX timer that sends `SIGUSR2` to the calling thread every 20 µs, from the kernel's
+/// timer interrupt (so the signal lands in whatever the thread is running, however busy
+/// the machine), until dropped.
+struct StormTimer(libc::timer_t);
+
+impl StormTimer {
+    fn start() -> Self {
+        // SAFETY: a zeroed `sigevent` with the fields a thread-directed timer reads set;
+        // `timer` receives the new timer's id.
+        unsafe {
+            let mut event: libc::sigevent = std::mem::zeroed();
+            event.sigev_notify = libc::SIGEV_THREAD_ID;
+            event.sigev_signo = libc::SIGUSR2;
+            event.sigev_notify_thread_id = libc::gettid();
+            let mut timer: libc::timer_t = std::mem::zeroed();
+            assert_eq!(
+                libc::timer_create(libc::CLOCK_MONOTONIC, &mut event, &mut timer),
+                0,
+                "timer_create"
+            );
+            let every = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 20_000,
+            };
+            let spec = libc::itimerspec {
+                it_interval: every,
+                it_value: every,
+            };
+            assert_eq!(
+                libc::timer_settime(timer, 0, &spec, std::ptr::null_mut()),
+                0,
+                "timer_settime"
+            );
+            StormTimer(timer)
+        }
+    }
+}
+
+impl Drop for StormTimer {
+    fn drop(&mut self) {
+        // SAFETY: deletes the timer made in `start`.
+        unsafe { libc::timer_delete(self.0) };
+    }
 }
 
 impl Evidence {

@@ -18,8 +18,8 @@
 //! area crosses the band and overwrites part of it (its lowest bytes hold the handler's
 //! return address and the saved registers; the largest span of an x86 signal frame that the
 //! kernel leaves unwritten is the 256 bytes of unused XSAVE area after the AVX state), so a
-//! changed band means that a signal frame lies there: then the band and the area a signal
-//! frame can reach below it are zeroed too, clamped to the alternate signal stack when the
+//! changed band means that a signal frame lies there: then one signal frame's size below the
+//! scrubbed area (the band included) is zeroed too, clamped to the alternate signal stack when the
 //! code runs on one (`sigaltstack(2)`). Without a signal that costs one 512-byte write and
 //! one 512-byte compare per computation. Before the zeroing, the vector and the
 //! caller-saved general registers are cleared, so a signal that arrives during the zeroing
@@ -46,7 +46,7 @@ pub(super) const SCRUB_BYTES: usize = if cfg!(debug_assertions) {
 const SCRUB_BYTES_OPTIMISED: usize = 2048;
 
 /// [`SCRUB_BYTES`] of builds with debug assertions (opt-level 0 by default).
-const SCRUB_BYTES_UNOPTIMISED: usize = 4096;
+const SCRUB_BYTES_UNOPTIMISED: usize = 3584;
 
 /// Runs `compute` (which must call a function that is never inlined, holding every
 /// key-derived value in its frames) and zeroes the stack below the caller afterwards, and,
@@ -112,10 +112,6 @@ mod signal_frames {
 
     /// The canary: an arbitrary odd pattern, neither zero nor a register's usual content.
     const CANARY: u64 = 0x5c3a_91e7_0f6d_24b9;
-
-    /// The x86-64 red zone below the stack pointer that the kernel skips before a signal
-    /// frame (System V ABI, section 3.2.2).
-    const RED_ZONE: usize = 128;
 
     /// `AT_MINSIGSTKSZ` from `<linux/auxvec.h>`: the kernel's signal frame size (Linux 5.14
     /// and later on x86).
@@ -385,15 +381,17 @@ mod signal_frames {
         size
     }
 
-    /// Zeroes the band below the scrubbed area of the frame whose stack pointer is `sp`,
-    /// and the red zone plus one signal frame below it: where a signal frame pushed during
-    /// the computation lies. On an alternate signal stack the zeroing stops at its base.
+    /// Zeroes one signal frame's size below the scrubbed area of the frame whose stack
+    /// pointer is `sp` (the band included): where a signal frame pushed during the
+    /// computation lies, since the computation's deepest stack pointer plus the red zone and
+    /// 64 bytes of alignment stays within the scrubbed area. On an alternate signal stack
+    /// the zeroing stops at its base.
     #[cold]
     #[inline(never)]
     fn wipe_signal_frames(sp: usize) {
         crate::probe::count_signal_frame_wipe();
         let top = sp - SCRUB_BYTES;
-        let mut bottom = top - BAND - RED_ZONE - signal_frame();
+        let mut bottom = top - signal_frame().max(BAND);
         // SAFETY: `current` is a valid out-pointer; a null `ss` only queries.
         unsafe {
             let mut current: libc::stack_t = core::mem::zeroed();
