@@ -854,8 +854,8 @@ fn one_off_read_leaves_no_key_behind() {
 
 // ---- Signal frames ------------------------------------------------------------------------
 
-/// Batches (one refill and one direct fill per round) the signal-storm scan runs at least.
-const STORM_MIN_BATCHES: usize = 4000;
+/// Batches (refills and direct fills, alternating) the signal-storm scan runs at least.
+const STORM_MIN_BATCHES: usize = 1000;
 
 /// Batches interrupted by a signal that the signal-storm scan waits for, at least.
 const STORM_MIN_INTERRUPTED: usize = 200;
@@ -888,7 +888,7 @@ struct StormFindings {
     deepest: usize,
 }
 
-/// Signal frames: a POSIX timer sends `SIGUSR2` to the reading thread every 20 µs while
+/// Signal frames: a POSIX timer sends `SIGUSR2` to the reading thread every 50 µs while
 /// it alternates refills and direct fills; the handler (on the reading thread's own
 /// stack, as most handlers run) only counts. The kernel saves the interrupted registers,
 /// vector registers included, in a frame below the interrupted code's stack pointer. After
@@ -1002,7 +1002,11 @@ fn run_deeper_unpainted(reads: &mut dyn FnMut()) {
     black_box(&gap);
 }
 
-/// A POSIX timer that sends `SIGUSR2` to the calling thread every 20 µs, from the kernel's
+/// Interval of the storm's timer: 50 µs (shorter ones make unoptimised and emulated runs
+/// spend most of their time in signal delivery).
+const STORM_INTERVAL_NS: libc::c_long = 50_000;
+
+/// A POSIX timer that sends `SIGUSR2` to the calling thread every 50 µs, from the kernel's
 /// timer interrupt (so the signal lands in whatever the thread is running, however busy
 /// the machine), until dropped.
 struct StormTimer(libc::timer_t);
@@ -1024,7 +1028,7 @@ impl StormTimer {
             );
             let every = libc::timespec {
                 tv_sec: 0,
-                tv_nsec: 20_000,
+                tv_nsec: STORM_INTERVAL_NS,
             };
             let spec = libc::itimerspec {
                 it_interval: every,
