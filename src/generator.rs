@@ -54,6 +54,7 @@ impl Core {
     }
 
     /// The current key `K`.
+    #[cfg(any(test, fuzzing))]
     #[inline]
     pub(crate) fn key(&self) -> &[u8; KEY_LEN] {
         self.block[0]
@@ -141,22 +142,20 @@ impl Core {
     /// The spec's direct path for a request of 992 bytes or more with an empty buffer:
     /// `Z = keystream(K, 32 + n)`, `K = Z[..32]`, `dest = Z[32..]`.
     ///
-    /// `Z[..1024]` is exactly what a refill computes, so it is computed as one, in place
-    /// (the new key lands where the old one was), and its 992 buffer bytes are moved to the
-    /// front of `dest` and zeroed; blocks 16 on go straight into the rest of `dest`.
+    /// Blocks 16 on go straight into `dest[992..]` first, under the current `K`; then
+    /// `Z[..1024]`, exactly what a refill computes, is computed as one, in place (the new key
+    /// lands where the old one was), and its 992 buffer bytes are moved to the front of
+    /// `dest` and zeroed. No copy of the old key is made outside the keystream code, whose
+    /// frames are scrubbed.
     #[inline(never)]
     fn direct_fill(&mut self, dest: &mut [u8]) {
         debug_assert_eq!(self.avail, 0);
         debug_assert!(dest.len() >= BUFFER_LEN);
-        // The cipher's key for blocks 16 on: the old `K`, which the refill overwrites.
-        let mut key = *self.key();
-        keystream::refill_in_place(&mut self.block);
         let (head, rest) = dest.split_at_mut(BUFFER_LEN);
+        keystream::direct_fill_in_place(&mut self.block, rest);
         let buffer = &mut self.block.as_flattened_mut()[KEY_LEN..];
         head.copy_from_slice(buffer);
         buffer.zeroize();
-        keystream::write_bytes(&key, REFILL_BLOCKS as u64, rest);
-        key.zeroize();
     }
 
     /// Reseeds by mixing: `K = K XOR s`, then wipes and empties the buffer.

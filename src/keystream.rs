@@ -17,10 +17,13 @@
 //! implementation and the unit tests below check each kernel against the `chacha20` crate.
 //!
 //! ChaCha is add-rotate-xor only, so the kernels run in constant time like the crate's
-//! backends. After every kernel or crate call the stack area the call used is zeroed
-//! ([`scrub_stack`]), so no spilled key word outlives the refill; key-derived values can
-//! remain in vector registers until later code reuses them (see docs/DESIGN.md, threat
-//! model).
+//! backends. Every keystream computation (kernel or crate) runs in a callee that is never
+//! inlined, and the stack area below the caller, where that callee's frames were, is zeroed
+//! after it returns (`keystream/scrub.rs`, with signal frames pushed below it and the
+//! registers on x86-64 Linux), so no spilled key word outlives the refill; elsewhere
+//! key-derived values can remain in vector registers until later code reuses them (see
+//! docs/SECURITY.md, "Keystream residue and stack use"). Builds with debug assertions
+//! compute keystream with `keystream/portable.rs` instead, for a small stack at opt-level 0.
 
 use crate::generator::{BLOCK_LEN, KEY_LEN};
 use chacha20::ChaCha20LegacyCore;
@@ -31,7 +34,6 @@ use chacha20::cipher::{KeyIvInit, StreamCipherCore};
 pub(crate) type Block = [u8; BLOCK_LEN];
 
 /// "expand 32-byte k" as four little-endian words (RFC 8439, section 2.3).
-#[cfg(all(target_arch = "x86_64", feature = "std"))]
 const SIGMA: [u32; 4] = [0x6170_7865, 0x3320_646e, 0x7962_2d32, 0x6b20_6574];
 
 /// The key as eight little-endian words, the kernels' input.
@@ -111,7 +113,7 @@ const KERNELS: [Kernel; 2] = [
 /// Writes the longest prefix of `out` that whole kernel passes can cover (16-block AVX-512
 /// passes first, then 8-block AVX2 passes), and returns the counter and blocks left over
 /// for the crate: fewer than 8 blocks, or all of them on a CPU without AVX2 or where the
-/// low counter word would carry. The stack area each kernel used is zeroed after it.
+/// low counter word would carry.
 #[cfg(all(target_arch = "x86_64", feature = "std"))]
 #[inline]
 fn with_kernels<'a>(
@@ -125,7 +127,6 @@ fn with_kernels<'a>(
             let (head, rest) = core::mem::take(&mut out).split_at_mut(whole);
             // SAFETY: `usable(counter, whole)` holds, and `head` is `whole` blocks long.
             unsafe { (kernel.write)(words, counter, head) };
-            scrub_stack::<KERNEL_SCRUB_BYTES>();
             counter += whole as u64;
             out = rest;
         }
@@ -135,9 +136,38 @@ fn with_kernels<'a>(
 
 /// Writes the keystream from the start of block `counter` on into `out`, any number of bytes:
 /// whole kernel passes straight into `out`, the rest (under eight blocks) through a scratch
-/// pass that is wiped afterwards.
+/// pass that is wiped afterwards. The computation runs in a callee of its own, whose frames
+/// (and those of every kernel or crate backend it calls) are zeroed after it returns
+/// ([`scrub::below`]).
 #[inline]
+#[cfg_attr(not(test), allow(dead_code))] // direct fills use `direct_fill_in_place`
 pub(crate) fn write_bytes(key: &[u8; KEY_LEN], counter: u64, out: &mut [u8]) {
+    scrub::below(|| write_bytes_below(key, counter, out));
+}
+
+/// The keystream of a direct fill: blocks 16 on under the key held in the first 32 bytes of
+/// `blocks` into `rest`, then blocks 0..16 over `blocks` (as [`refill_in_place`]), in one
+/// computation whose frames are zeroed after it returns ([`scrub::below`]).
+#[inline]
+pub(crate) fn direct_fill_in_place(blocks: &mut [Block; 16], rest: &mut [u8]) {
+    scrub::below(|| {
+        write_bytes_below(
+            blocks[0].first_chunk().expect("a block holds a key"),
+            16,
+            rest,
+        );
+        refill_below(blocks);
+    });
+}
+
+/// [`write_bytes`] without the scrub: every key-derived value it or its callees make lives
+/// in frames below the caller's.
+#[inline(never)]
+fn write_bytes_below(key: &[u8; KEY_LEN], counter: u64, out: &mut [u8]) {
+    if portable::IN_USE {
+        portable::write(key, counter, out);
+        return;
+    }
     let (blocks, _) = out.as_chunks_mut::<BLOCK_LEN>();
     let whole = blocks.len() - blocks.len() % PASS;
     write_blocks(key, counter, &mut blocks[..whole]);
@@ -169,7 +199,6 @@ fn write_tail(key: &[u8; KEY_LEN], counter: u64, needed: usize, scratch: &mut [B
         // SAFETY: `detected` checked at run time that the CPU has AVX-512F.
         unsafe { avx512::write_eight(&words, counter, scratch) };
         zeroize::Zeroize::zeroize(&mut words);
-        scrub_stack::<KERNEL_SCRUB_BYTES>();
         return;
     }
     let computed = if needed > 2 { PASS } else { needed };
@@ -180,9 +209,23 @@ fn write_tail(key: &[u8; KEY_LEN], counter: u64, needed: usize, scratch: &mut [B
 const PASS: usize = 8;
 
 /// Overwrites `blocks` with the 16 keystream blocks 0..16 of the key held in the first 32
-/// bytes of `blocks` (the key is read before anything is written).
+/// bytes of `blocks` (the key is read before anything is written). The computation runs in
+/// a callee of its own, whose frames are zeroed after it returns ([`scrub::below`]).
 #[inline]
 pub(crate) fn refill_in_place(blocks: &mut [Block; 16]) {
+    scrub::below(|| refill_below(blocks));
+}
+
+/// [`refill_in_place`] without the scrub: every key-derived value it or its callees make
+/// lives in frames below the caller's.
+#[inline(never)]
+fn refill_below(blocks: &mut [Block; 16]) {
+    if portable::IN_USE {
+        let mut key = *blocks[0].first_chunk().expect("a block holds a key");
+        portable::write(&key, 0, blocks.as_flattened_mut());
+        zeroize::Zeroize::zeroize(&mut key);
+        return;
+    }
     #[cfg(all(target_arch = "x86_64", feature = "std"))]
     {
         let mut words = key_words(blocks[0].first_chunk().expect("a block holds a key"));
@@ -194,57 +237,28 @@ pub(crate) fn refill_in_place(blocks: &mut [Block; 16]) {
             return;
         }
     }
-    {
-        let key: &[u8; KEY_LEN] = blocks[0].first_chunk().expect("a block holds a key");
-        let mut cipher = ChaCha20LegacyCore::new(key.into(), &[0u8; 8].into());
-        // The keystream overwrites the old key in place: no copy of it is made besides the
-        // cipher's state, which is zeroized by its `Drop`.
-        cipher.write_keystream_blocks(Array::cast_slice_from_core_mut(blocks));
-    }
-    scrub_stack::<CRATE_SCRUB_BYTES>();
+    let key: &[u8; KEY_LEN] = blocks[0].first_chunk().expect("a block holds a key");
+    let mut cipher = ChaCha20LegacyCore::new(key.into(), &[0u8; 8].into());
+    // The keystream overwrites the old key in place: no copy of it is made besides the
+    // cipher's state, which is zeroized by its `Drop`.
+    cipher.write_keystream_blocks(Array::cast_slice_from_core_mut(blocks));
 }
 
-/// The `chacha20` crate's cipher (its SSE2/AVX2/AVX-512/NEON/portable backends).
+/// The `chacha20` crate's cipher (its SSE2/AVX2/AVX-512/NEON/portable backends). Its frames
+/// are left for the scrub of the function that called into the keystream code.
 fn with_crate(key: &[u8; KEY_LEN], counter: u64, out: &mut [Block]) {
-    {
-        let mut cipher = ChaCha20LegacyCore::new(key.into(), &[0u8; 8].into());
-        cipher.set_block_pos(counter);
-        cipher.write_keystream_blocks(Array::cast_slice_from_core_mut(out));
-        // `cipher` is zeroized by its `Drop`.
-    }
-    scrub_stack::<CRATE_SCRUB_BYTES>();
-}
-
-/// Bytes of stack below the caller's frame that [`scrub_stack`] overwrites after the
-/// `chacha20` crate's cipher: more than the deepest frame of its backends (the AVX-512 one
-/// keeps 16 blocks of state in 1 KiB of vectors, plus spills).
-const CRATE_SCRUB_BYTES: usize = 4096;
-
-/// Bytes overwritten after fkrng's own kernels: twice the deepest frame they use (the AVX2
-/// kernel, which has 16 vector registers for 16 state words and so spills about 450 bytes;
-/// the AVX-512 kernel keeps everything in its 32 registers and needs no frame).
-#[cfg(all(target_arch = "x86_64", feature = "std"))]
-const KERNEL_SCRUB_BYTES: usize = 1024;
-
-/// Overwrites `BYTES` bytes of the stack just below the caller's frame with zeros.
-///
-/// Cipher code copies the state (the key words among them) into its own frame and spills
-/// vector registers there; that frame is dead but intact after the call returns, and a key
-/// word found there would help recompute the batch it produced and every key after it.
-/// Called right after the cipher, from the same frame, this reuses the same stack area for
-/// one zeroed array, which `black_box` keeps the compiler from eliding: one `memset` per
-/// refill or direct fill (1 KiB after the kernels, 4 KiB after the crate).
-/// `tests/residue.rs` checks the result.
-#[inline(never)]
-fn scrub_stack<const BYTES: usize>() {
-    let mut area = [0u8; BYTES];
-    core::hint::black_box(&mut area);
+    let mut cipher = ChaCha20LegacyCore::new(key.into(), &[0u8; 8].into());
+    cipher.set_block_pos(counter);
+    cipher.write_keystream_blocks(Array::cast_slice_from_core_mut(out));
+    // `cipher` is zeroized by its `Drop`.
 }
 
 #[cfg(all(target_arch = "x86_64", feature = "std"))]
 mod avx2;
 #[cfg(all(target_arch = "x86_64", feature = "std"))]
 mod avx512;
+mod portable;
+mod scrub;
 
 #[cfg(test)]
 mod tests {
@@ -358,6 +372,142 @@ mod tests {
             let mut got = vec![[0u8; BLOCK_LEN]; blocks];
             write_blocks(&key, counter, &mut got);
             assert_eq!(got, reference(&key, counter, blocks));
+        }
+    }
+
+    /// Byte painted over a measuring thread's stack.
+    #[cfg(target_os = "linux")]
+    const PAINT: u8 = 0xa7;
+
+    /// Runs `f` on a thread whose 64 KiB stack (below a `PROT_NONE` guard page) is painted
+    /// with [`PAINT`] beforehand, and returns how many bytes below the address `f` returns
+    /// were written: the depth of the deepest frame that `f`'s callees reached below it.
+    #[cfg(target_os = "linux")]
+    fn deepest_below(f: fn() -> usize) -> usize {
+        const SIZE: usize = 64 << 10;
+        const GUARD: usize = 4096;
+        struct Job {
+            f: fn() -> usize,
+            top: usize,
+        }
+        extern "C" fn run(job: *mut libc::c_void) -> *mut libc::c_void {
+            // SAFETY: `job` is the `Job` that `deepest_below` passed and outlives the thread.
+            let job = unsafe { &mut *job.cast::<Job>() };
+            job.top = (job.f)();
+            core::ptr::null_mut()
+        }
+        // SAFETY: a fresh anonymous mapping, its lowest page made inaccessible, painted and
+        // handed to one thread as its stack, joined before the mapping is read and unmapped.
+        unsafe {
+            let base = libc::mmap(
+                core::ptr::null_mut(),
+                GUARD + SIZE,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
+                -1,
+                0,
+            );
+            assert_ne!(base, libc::MAP_FAILED);
+            assert_eq!(libc::mprotect(base, GUARD, libc::PROT_NONE), 0);
+            let stack = base.cast::<u8>().add(GUARD);
+            stack.write_bytes(PAINT, SIZE);
+            let mut attr: libc::pthread_attr_t = core::mem::zeroed();
+            assert_eq!(libc::pthread_attr_init(&mut attr), 0);
+            assert_eq!(
+                libc::pthread_attr_setstack(&mut attr, stack.cast(), SIZE),
+                0
+            );
+            let mut job = Job { f, top: 0 };
+            let mut thread: libc::pthread_t = 0;
+            let job_ptr = (&raw mut job).cast();
+            assert_eq!(libc::pthread_create(&mut thread, &attr, run, job_ptr), 0);
+            assert_eq!(libc::pthread_join(thread, core::ptr::null_mut()), 0);
+            libc::pthread_attr_destroy(&mut attr);
+            let untouched = (0..SIZE)
+                .take_while(|&i| stack.add(i).read_volatile() == PAINT)
+                .count();
+            let lowest = stack as usize + untouched;
+            libc::munmap(base, GUARD + SIZE);
+            assert!(untouched > 0, "the thread used its whole stack");
+            job.top - lowest
+        }
+    }
+
+    /// About the stack pointer of the function that calls this: the address of a local
+    /// (callers keep their buffers on the heap, so that nothing of theirs lies below it).
+    #[cfg(target_os = "linux")]
+    #[inline(always)]
+    fn here() -> usize {
+        let marker = 0u8;
+        core::hint::black_box(&raw const marker) as usize
+    }
+
+    /// The scrub reaches deeper than every keystream computation of this build and CPU: a
+    /// refill, a direct fill's blocks past the refill (whole passes and every tail length)
+    /// and the `chacha20` crate alone, each measured on a painted stack, plus the red zone
+    /// and signal-frame alignment below it.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn scrub_covers_the_deepest_keystream_frame() {
+        #[inline(never)]
+        fn refill() -> usize {
+            let mut blocks = Box::new([[0x3cu8; BLOCK_LEN]; 16]);
+            let top = here();
+            refill_below(core::hint::black_box(&mut blocks));
+            top
+        }
+        #[inline(never)]
+        fn direct() -> usize {
+            let mut out = vec![0u8; 40 * BLOCK_LEN + 17];
+            let top = here();
+            for len in [BLOCK_LEN, 3 * BLOCK_LEN + 5, 8 * BLOCK_LEN, out.len()] {
+                write_bytes_below(&[0x3c; KEY_LEN], 16, core::hint::black_box(&mut out[..len]));
+            }
+            top
+        }
+        #[inline(never)]
+        fn crate_alone() -> usize {
+            let mut out = vec![[0u8; BLOCK_LEN]; 16];
+            let top = here();
+            with_crate(&[0x3c; KEY_LEN], 0, core::hint::black_box(&mut out));
+            top
+        }
+        let margin = 128 + 64;
+        // The crate runs only where the portable code does not.
+        let depths = [
+            ("refill", refill as fn() -> usize),
+            ("direct fill", direct),
+            ("chacha20 crate", crate_alone),
+        ]
+        .map(|(name, f)| (name, deepest_below(f)));
+        let depths = &depths[..if portable::IN_USE { 2 } else { 3 }];
+        for &(name, depth) in depths {
+            eprintln!(
+                "{name}: {depth} bytes below the caller; scrub {} bytes",
+                scrub::SCRUB_BYTES
+            );
+        }
+        for &(name, depth) in depths {
+            assert!(depth > 0, "{name}: nothing measured");
+            assert!(
+                depth + margin <= scrub::SCRUB_BYTES,
+                "{name}: {depth} + {margin} bytes > scrub of {}",
+                scrub::SCRUB_BYTES
+            );
+        }
+    }
+
+    /// The portable block function against the crate, whether or not this build uses it.
+    #[test]
+    fn portable_matches_the_chacha20_crate() {
+        let key: [u8; KEY_LEN] = core::array::from_fn(|i| (i as u8).wrapping_mul(77) ^ 0x1d);
+        for counter in [0u64, 5, (1 << 32) - 2, u64::MAX - 1] {
+            for len in [1usize, 63, 64, 65, 200, 1024] {
+                let mut got = vec![0u8; len];
+                portable::write(&key, counter, &mut got);
+                let want = reference(&key, counter, len.div_ceil(BLOCK_LEN));
+                assert_eq!(got[..], want.as_flattened()[..len], "{counter} {len}");
+            }
         }
     }
 

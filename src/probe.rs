@@ -17,6 +17,7 @@ static ONE_OFF_UNAVAILABLE: AtomicU64 = AtomicU64::new(0);
 static STATES_MAPPED: AtomicU64 = AtomicU64::new(0);
 static STATES_REUSED: AtomicU64 = AtomicU64::new(0);
 static SNAPSHOT_RESEEDS: AtomicU64 = AtomicU64::new(0);
+static SIGNAL_FRAMES_WIPED: AtomicU64 = AtomicU64::new(0);
 
 /// Why a read was served by a one-off OS-keyed generator instead of the thread's state.
 #[derive(Clone, Copy)]
@@ -45,6 +46,21 @@ pub(crate) fn count_state_set_up(reused: bool) {
     } else {
         STATES_MAPPED.fetch_add(1, Relaxed);
     }
+}
+
+#[cfg_attr(
+    not(all(target_arch = "x86_64", target_os = "linux")),
+    allow(dead_code)
+)]
+pub(crate) fn count_signal_frame_wipe() {
+    SIGNAL_FRAMES_WIPED.fetch_add(1, Relaxed);
+}
+
+/// Keystream computations (refills, direct fills) after which the stack below the
+/// computation was zeroed as far as a signal frame reaches, because a signal frame had been
+/// pushed there during the computation (x86-64 Linux; always 0 elsewhere).
+pub fn signal_frames_wiped() -> u64 {
+    SIGNAL_FRAMES_WIPED.load(Relaxed)
 }
 
 /// Thread states set up in newly mapped pages (a thread's first read, when no wiped state

@@ -1,0 +1,83 @@
+//! ChaCha20 one block at a time in plain Rust, with a small stack at any optimisation
+//! level: the keystream code of builds with debug assertions.
+//!
+//! Unoptimised builds (a dependent's debug build compiles fkrng and the `chacha20` crate at
+//! opt-level 0) keep every temporary of SIMD code in a stack slot of its own: fkrng's
+//! AVX-512 kernel then needs 16 KiB of stack and the `chacha20` crate 19 KiB, more than a
+//! 16 KiB thread stack holds. This block function keeps one 16-word input and one working
+//! state, about 0.5 KiB at opt-level 0, and the scrub after it covers the deepest frame with
+//! room to spare. Builds with debug assertions (every Cargo profile with opt-level 0, by
+//! default) use it for every refill and direct fill; optimised builds never do.
+
+use super::SIGMA;
+use crate::generator::{BLOCK_LEN, KEY_LEN};
+
+/// Whether this build computes keystream here (builds with debug assertions).
+pub(super) const IN_USE: bool = cfg!(debug_assertions);
+
+/// One block of output, in bytes.
+const _: () = assert!(BLOCK_LEN == 64);
+
+/// The quarter rounds of a double round: columns, then diagonals (RFC 8439, section 2.3).
+const DOUBLE_ROUND: [[usize; 4]; 8] = [
+    [0, 4, 8, 12],
+    [1, 5, 9, 13],
+    [2, 6, 10, 14],
+    [3, 7, 11, 15],
+    [0, 5, 10, 15],
+    [1, 6, 11, 12],
+    [2, 7, 8, 13],
+    [3, 4, 9, 14],
+];
+
+/// Writes keystream blocks `counter..` under `key` (nonce zero; the 64-bit block counter
+/// wraps at 2^64 like the `chacha20` crate's) to `out`, all of it, the last block cut short
+/// if `out.len()` is not a multiple of 64.
+pub(super) fn write(key: &[u8; KEY_LEN], counter: u64, out: &mut [u8]) {
+    // Plain loops and indices: iterator adapters each cost a frame at opt-level 0.
+    let mut input = [0u32; 16];
+    let mut i = 0;
+    while i < 4 {
+        input[i] = SIGMA[i];
+        input[4 + i] =
+            u32::from_le_bytes([key[4 * i], key[4 * i + 1], key[4 * i + 2], key[4 * i + 3]]);
+        input[8 + i] = u32::from_le_bytes([
+            key[16 + 4 * i],
+            key[16 + 4 * i + 1],
+            key[16 + 4 * i + 2],
+            key[16 + 4 * i + 3],
+        ]);
+        i += 1;
+    }
+    let mut x = [0u32; 16];
+    let mut n = counter;
+    let mut at = 0;
+    while at < out.len() {
+        input[12] = n as u32;
+        input[13] = (n >> 32) as u32;
+        x = input;
+        let mut round = 0;
+        while round < 80 {
+            let [a, b, c, d] = DOUBLE_ROUND[round % 8];
+            x[a] = x[a].wrapping_add(x[b]);
+            x[d] = (x[d] ^ x[a]).rotate_left(16);
+            x[c] = x[c].wrapping_add(x[d]);
+            x[b] = (x[b] ^ x[c]).rotate_left(12);
+            x[a] = x[a].wrapping_add(x[b]);
+            x[d] = (x[d] ^ x[a]).rotate_left(8);
+            x[c] = x[c].wrapping_add(x[d]);
+            x[b] = (x[b] ^ x[c]).rotate_left(7);
+            round += 1;
+        }
+        let mut j = 0;
+        while j < BLOCK_LEN && at < out.len() {
+            out[at] = (x[j / 4].wrapping_add(input[j / 4]) >> (8 * (j % 4))) as u8;
+            j += 1;
+            at += 1;
+        }
+        n = n.wrapping_add(1);
+    }
+    // The frame is zeroed by the caller's scrub; this keeps the copies short-lived anyway.
+    zeroize::Zeroize::zeroize(&mut input);
+    zeroize::Zeroize::zeroize(&mut x);
+}
