@@ -30,6 +30,126 @@ use chacha20::cipher::{KeyIvInit, StreamCipherCore};
 /// One keystream block.
 pub(crate) type Block = [u8; BLOCK_LEN];
 
+/// The keystream path that refills and direct fills take: one of fkrng's x86-64 kernels, or
+/// the `chacha20` crate. [`keystream_path`] names the one this CPU gets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum KeystreamPath {
+    /// fkrng's sixteen-block AVX-512 kernel (x86-64 CPUs with AVX-512F), with its
+    /// eight-block AVX2 kernel for what is left of a fill after whole 16-block passes (1 KiB
+    /// each) and its eight-block AVX-512 tail kernel for partial passes.
+    Avx512,
+    /// fkrng's eight-block AVX2 kernel (x86-64 CPUs with AVX2 but not AVX-512F), 512 bytes
+    /// per pass.
+    Avx2,
+    /// The `chacha20` crate alone, with the backend it picks for itself (SSE2, AVX2 or, when
+    /// built with `--cfg chacha20_avx512`, AVX-512 on x86-64; NEON on AArch64; plain Rust
+    /// elsewhere): every target that is not x86-64, builds without the `std` feature (which
+    /// the run-time CPU detection needs), and x86-64 CPUs without AVX2.
+    Portable,
+}
+
+impl KeystreamPath {
+    /// The lower-case name used by `fkrng --version` and by the `fkrng_keystream` build
+    /// switch: `avx512`, `avx2` or `portable`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            KeystreamPath::Avx512 => "avx512",
+            KeystreamPath::Avx2 => "avx2",
+            KeystreamPath::Portable => "portable",
+        }
+    }
+
+    /// Whether a kernel of `self`'s path may run under `path`: the AVX-512 path also uses
+    /// the AVX2 kernel for remainders, the portable path no kernel at all.
+    #[cfg(all(target_arch = "x86_64", feature = "std"))]
+    #[inline(always)]
+    fn runs_under(self, path: KeystreamPath) -> bool {
+        match self {
+            KeystreamPath::Avx512 => path == KeystreamPath::Avx512,
+            KeystreamPath::Avx2 => path != KeystreamPath::Portable,
+            KeystreamPath::Portable => true,
+        }
+    }
+}
+
+impl core::fmt::Display for KeystreamPath {
+    /// Writes [`KeystreamPath::name`]: `avx512`, `avx2` or `portable`.
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+// The build-time pin of the keystream path, for tests: `--cfg fkrng_keystream="avx512"`,
+// `"avx2"` or `"portable"` in RUSTFLAGS (see docs/ASSURANCE.md). A pin to a kernel this
+// target cannot have is a build error; one to a kernel this CPU lacks panics at the first
+// refill (see `keystream_path`).
+#[cfg(all(
+    any(fkrng_keystream = "avx512", fkrng_keystream = "avx2"),
+    not(all(target_arch = "x86_64", feature = "std"))
+))]
+compile_error!(
+    "--cfg fkrng_keystream=\"avx512\" or \"avx2\" needs target_arch x86_64 and the std feature"
+);
+#[cfg(any(
+    all(fkrng_keystream = "avx512", fkrng_keystream = "avx2"),
+    all(fkrng_keystream = "avx512", fkrng_keystream = "portable"),
+    all(fkrng_keystream = "avx2", fkrng_keystream = "portable")
+))]
+compile_error!("more than one --cfg fkrng_keystream value given");
+
+/// The keystream path fixed at build time by `--cfg fkrng_keystream="..."`, if any.
+const PINNED: Option<KeystreamPath> = if cfg!(fkrng_keystream = "avx512") {
+    Some(KeystreamPath::Avx512)
+} else if cfg!(fkrng_keystream = "avx2") {
+    Some(KeystreamPath::Avx2)
+} else if cfg!(fkrng_keystream = "portable") {
+    Some(KeystreamPath::Portable)
+} else {
+    None
+};
+
+/// The keystream path that refills and direct fills take on this CPU: the widest kernel the
+/// CPU has (detected at run time with CPUID, cached by `std`), or the one pinned at build
+/// time with `--cfg fkrng_keystream="avx512"|"avx2"|"portable"` (a switch for tests).
+/// `fkrng --version` prints it as `keystream: <name>`.
+///
+/// # Panics
+/// Only in a build pinned to a kernel this CPU lacks (for example `avx512` on a CPU without
+/// AVX-512F): the pin never falls back to another path, so that a test run meant for one
+/// kernel cannot pass on another. Every read of such a build panics the same way.
+#[inline]
+pub fn keystream_path() -> KeystreamPath {
+    #[cfg(all(target_arch = "x86_64", feature = "std"))]
+    {
+        let detected = if avx512::detected() {
+            KeystreamPath::Avx512
+        } else if avx2::detected() {
+            KeystreamPath::Avx2
+        } else {
+            KeystreamPath::Portable
+        };
+        match PINNED {
+            None => detected,
+            Some(pin) if pin.runs_under(detected) => pin,
+            Some(pin) => pin_unavailable(pin, detected),
+        }
+    }
+    #[cfg(not(all(target_arch = "x86_64", feature = "std")))]
+    {
+        KeystreamPath::Portable
+    }
+}
+
+#[cfg(all(target_arch = "x86_64", feature = "std"))]
+#[cold]
+#[inline(never)]
+fn pin_unavailable(pin: KeystreamPath, detected: KeystreamPath) -> ! {
+    panic!(
+        "fkrng: built with --cfg fkrng_keystream=\"{pin}\", but this CPU only has the \
+         {detected} keystream path; the pin does not fall back"
+    )
+}
+
 /// "expand 32-byte k" as four little-endian words (RFC 8439, section 2.3).
 #[cfg(all(target_arch = "x86_64", feature = "std"))]
 const SIGMA: [u32; 4] = [0x6170_7865, 0x3320_646e, 0x7962_2d32, 0x6b20_6574];
@@ -69,13 +189,15 @@ pub(crate) fn write_blocks(key: &[u8; KEY_LEN], counter: u64, out: &mut [Block])
 /// One of fkrng's pass kernels: blocks per pass, the CPU feature it needs, and the kernel.
 #[cfg(all(target_arch = "x86_64", feature = "std"))]
 struct Kernel {
+    /// The keystream path this kernel belongs to.
+    path: KeystreamPath,
     lanes: usize,
     /// Whether this CPU has the kernel's instruction set (detected at run time).
     detected: fn() -> bool,
     /// Writes keystream blocks `counter..counter + out.len()` under the key words.
     ///
     /// # Safety
-    /// Only where [`Kernel::usable`]`(counter, out.len())` holds.
+    /// Only where [`Kernel::usable`]`(path, counter, out.len())` holds for some path.
     write: unsafe fn(key: &[u32; 8], counter: u64, out: &mut [Block]),
 }
 
@@ -83,12 +205,13 @@ struct Kernel {
 impl Kernel {
     /// Whether the kernel may write `blocks` blocks from `counter` on: a whole, non-zero
     /// number of passes, no carry out of the low counter word (the kernels add lane offsets
-    /// to word 12 only), and the instruction set present.
+    /// to word 12 only), the kernel part of `path`, and its instruction set present.
     #[inline(always)]
-    fn usable(&self, counter: u64, blocks: usize) -> bool {
+    fn usable(&self, path: KeystreamPath, counter: u64, blocks: usize) -> bool {
         blocks.is_multiple_of(self.lanes)
             && blocks > 0
             && low_counter_fits(counter, blocks)
+            && self.path.runs_under(path)
             && (self.detected)()
     }
 }
@@ -97,11 +220,13 @@ impl Kernel {
 #[cfg(all(target_arch = "x86_64", feature = "std"))]
 const KERNELS: [Kernel; 2] = [
     Kernel {
+        path: KeystreamPath::Avx512,
         lanes: avx512::LANES,
         detected: avx512::detected,
         write: avx512::write_blocks,
     },
     Kernel {
+        path: KeystreamPath::Avx2,
         lanes: avx2::LANES,
         detected: avx2::detected,
         write: avx2::write_blocks,
@@ -119,11 +244,12 @@ fn with_kernels<'a>(
     mut counter: u64,
     mut out: &'a mut [Block],
 ) -> (u64, &'a mut [Block]) {
+    let path = keystream_path();
     for kernel in &KERNELS {
         let whole = out.len() - out.len() % kernel.lanes;
-        if kernel.usable(counter, whole) {
+        if kernel.usable(path, counter, whole) {
             let (head, rest) = core::mem::take(&mut out).split_at_mut(whole);
-            // SAFETY: `usable(counter, whole)` holds, and `head` is `whole` blocks long.
+            // SAFETY: `usable(path, counter, whole)` holds, and `head` is `whole` blocks long.
             unsafe { (kernel.write)(words, counter, head) };
             scrub_stack::<KERNEL_SCRUB_BYTES>();
             counter += whole as u64;
@@ -157,16 +283,17 @@ pub(crate) fn write_bytes(key: &[u8; KEY_LEN], counter: u64, out: &mut [u8]) {
 }
 
 /// Writes at least the first `needed` (1 to 8) of the blocks from `counter` on to
-/// `scratch`: eight through the AVX-512 tail kernel where the CPU has AVX-512F; otherwise
+/// `scratch`: eight through the AVX-512 tail kernel on the AVX-512 path; otherwise
 /// eight through `write_blocks` when more than two are needed (one whole pass of the AVX2
 /// kernel costs less than the crate's one-block-at-a-time tail), else just those blocks.
 #[inline]
 fn write_tail(key: &[u8; KEY_LEN], counter: u64, needed: usize, scratch: &mut [Block; PASS]) {
     debug_assert!((1..=PASS).contains(&needed));
     #[cfg(all(target_arch = "x86_64", feature = "std"))]
-    if avx512::detected() {
+    if keystream_path() == KeystreamPath::Avx512 {
         let mut words = key_words(key);
-        // SAFETY: `detected` checked at run time that the CPU has AVX-512F.
+        // SAFETY: the AVX-512 path is taken only where the CPU has AVX-512F (detected at
+        // run time; a pin to it panics otherwise).
         unsafe { avx512::write_eight(&words, counter, scratch) };
         zeroize::Zeroize::zeroize(&mut words);
         scrub_stack::<KERNEL_SCRUB_BYTES>();
@@ -273,15 +400,15 @@ mod tests {
     fn pass_kernels_match_the_chacha20_crate() {
         for kernel in &KERNELS {
             let blocks = 2 * kernel.lanes;
-            if !kernel.usable(0, blocks) {
+            if !kernel.usable(KeystreamPath::Avx512, 0, blocks) {
                 eprintln!("{}-block kernel: not available on this CPU", kernel.lanes);
                 continue;
             }
             for (key, counter) in kernel_cases() {
                 let counter = counter.min((1 << 32) - blocks as u64);
-                assert!(kernel.usable(counter, blocks));
+                assert!(kernel.usable(KeystreamPath::Avx512, counter, blocks));
                 let mut got = vec![[0u8; BLOCK_LEN]; blocks];
-                // SAFETY: `usable(counter, blocks)` was checked just above.
+                // SAFETY: `usable(.., counter, blocks)` was checked just above.
                 unsafe { (kernel.write)(&key_words(&key), counter, &mut got) };
                 let lanes = kernel.lanes;
                 assert_eq!(
@@ -358,6 +485,21 @@ mod tests {
             let mut got = vec![[0u8; BLOCK_LEN]; blocks];
             write_blocks(&key, counter, &mut got);
             assert_eq!(got, reference(&key, counter, blocks));
+        }
+    }
+
+    /// The path the unit tests ran on is the one the CI run asked for: the build's pin, or
+    /// `FKRNG_EXPECT_KEYSTREAM` (for unpinned builds run under an emulated CPU model).
+    #[test]
+    fn keystream_path_is_the_expected_one() {
+        let path = keystream_path();
+        assert_eq!(path.to_string(), path.name());
+        if let Some(pin) = PINNED {
+            assert_eq!(path, pin, "pinned build");
+        }
+        match std::env::var("FKRNG_EXPECT_KEYSTREAM") {
+            Ok(expected) => assert_eq!(path.name(), expected, "FKRNG_EXPECT_KEYSTREAM"),
+            Err(_) => eprintln!("keystream path {path} (FKRNG_EXPECT_KEYSTREAM not set)"),
         }
     }
 

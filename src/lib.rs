@@ -76,6 +76,7 @@ pub mod probe;
 mod thread;
 
 pub use generator::{BUFFER_LEN, FkeRng, KEY_LEN, REFILL_LEN};
+pub use keystream::{KeystreamPath, keystream_path};
 
 #[cfg(feature = "std")]
 pub use error::Error;

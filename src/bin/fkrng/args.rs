@@ -3,7 +3,7 @@
 //! Parsing is a function of the argument list ([`parse_from`]) so that tests and the fuzz
 //! target `fuzz/fuzz_targets/cli_args.rs` can drive it without running the tool.
 
-use clap::{ArgGroup, CommandFactory, Parser};
+use clap::{ArgGroup, CommandFactory, FromArgMatches, Parser};
 use std::ffi::OsString;
 
 #[derive(Parser, Debug)]
@@ -51,6 +51,20 @@ pub struct Request {
     pub count: Option<u64>,
 }
 
+/// What `--version` prints after the program name: the crate version, then a line naming
+/// the keystream path this CPU gets (`keystream: avx512`, `avx2` or `portable`), for bug
+/// reports. Built once per process (clap keeps a `'static` string).
+fn version() -> &'static str {
+    static VERSION: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    VERSION.get_or_init(|| {
+        format!(
+            "{}\nkeystream: {}",
+            env!("CARGO_PKG_VERSION"),
+            fkrng::keystream_path()
+        )
+    })
+}
+
 /// Parses an argument list whose first item is the program name.
 ///
 /// # Errors
@@ -62,7 +76,10 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
-    let args = Args::try_parse_from(args)?;
+    let matches = Args::command()
+        .version(version())
+        .try_get_matches_from(args)?;
+    let args = Args::from_arg_matches(&matches)?;
     let format = if args.raw {
         Format::Raw
     } else if args.base64 {
@@ -128,5 +145,19 @@ mod tests {
         assert_eq!(kind(&["fkrng", "--nope"]), ErrorKind::UnknownArgument);
         assert_eq!(kind(&["fkrng", "1.5"]), ErrorKind::ValueValidation);
         assert_eq!(kind(&["fkrng", "--help"]), ErrorKind::DisplayHelp);
+    }
+
+    #[test]
+    fn version_names_the_keystream_path() {
+        let e = parse_from(["fkrng", "--version"]).unwrap_err();
+        assert_eq!(e.kind(), clap::error::ErrorKind::DisplayVersion);
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "fkrng {}\nkeystream: {}\n",
+                env!("CARGO_PKG_VERSION"),
+                fkrng::keystream_path()
+            )
+        );
     }
 }
