@@ -98,9 +98,15 @@ pub enum ForkProtection {
 /// The fork protection in force for this process's thread-local generators; `None` until
 /// the first thread has read (the check runs when the first state is set up).
 pub fn fork_protection() -> Option<ForkProtection> {
-    match WIPE_ON_FORK.load(Ordering::Relaxed) {
+    protection(WIPE_ON_FORK.load(Ordering::Relaxed), cfg!(unix))
+}
+
+/// What a [`WIPE_ON_FORK`] finding means on a Unix or non-Unix system (a function of both,
+/// so that the non-Unix answer is tested on Linux too).
+fn protection(wipe_on_fork: u8, unix: bool) -> Option<ForkProtection> {
+    match wipe_on_fork {
         HONOURED => Some(ForkProtection::WipeOnFork),
-        NOT_HONOURED if cfg!(unix) => Some(ForkProtection::AtforkEpoch),
+        NOT_HONOURED if unix => Some(ForkProtection::AtforkEpoch),
         NOT_HONOURED => Some(ForkProtection::None),
         _ => None,
     }
@@ -170,11 +176,9 @@ impl<T> Pages<T> {
         #[cfg(not(target_os = "linux"))]
         {
             WIPE_ON_FORK.store(NOT_HONOURED, Ordering::Relaxed);
-            let layout = std::alloc::Layout::new::<T>();
-            // SAFETY: `T` is not zero-sized (the state holds a 1024-byte block).
-            let raw = unsafe { std::alloc::alloc_zeroed(layout) };
-            let ptr = core::ptr::NonNull::new(raw.cast::<T>())?;
-            Some(Pages { ptr })
+            Some(Pages {
+                ptr: heap::alloc_zeroed()?,
+            })
         }
     }
 
@@ -200,10 +204,38 @@ impl<T> Drop for Pages<T> {
             libc::munmap(self.ptr.as_ptr().cast(), self.len);
         }
         #[cfg(not(target_os = "linux"))]
-        // SAFETY: allocated in `new_zeroed` with the same layout, freed exactly once.
+        // SAFETY: allocated by `heap::alloc_zeroed::<T>` in `new_zeroed`, freed exactly once.
         unsafe {
-            std::alloc::dealloc(self.ptr.as_ptr().cast(), std::alloc::Layout::new::<T>());
+            heap::free(self.ptr);
         }
+    }
+}
+
+/// The storage of systems without `mmap` wipe-on-fork pages (every OS but Linux): one zeroed
+/// heap allocation per state. Compiled on Linux for the unit tests too.
+#[cfg(any(not(target_os = "linux"), test))]
+mod heap {
+    use core::ptr::NonNull;
+
+    /// A zeroed allocation for one `T`, or `None` when the allocator refuses.
+    ///
+    /// # Panics
+    /// If `T` is zero-sized (the thread state holds a 1024-byte block).
+    pub(super) fn alloc_zeroed<T>() -> Option<NonNull<T>> {
+        let layout = std::alloc::Layout::new::<T>();
+        assert!(layout.size() > 0, "zero-sized state");
+        // SAFETY: the layout is not zero-sized (checked above).
+        let raw = unsafe { std::alloc::alloc_zeroed(layout) };
+        NonNull::new(raw.cast::<T>())
+    }
+
+    /// Frees an allocation made by [`alloc_zeroed`].
+    ///
+    /// # Safety
+    /// `ptr` came from `alloc_zeroed::<T>` and is freed once; nothing uses it afterwards.
+    pub(super) unsafe fn free<T>(ptr: NonNull<T>) {
+        // SAFETY: allocated with this layout by `alloc_zeroed::<T>` (caller's contract).
+        unsafe { std::alloc::dealloc(ptr.as_ptr().cast(), std::alloc::Layout::new::<T>()) }
     }
 }
 
@@ -236,4 +268,40 @@ pub(crate) fn smaps_flags(addr: usize) -> Option<String> {
 #[cfg(target_os = "linux")]
 fn smaps_shows_wipe_on_fork(start: usize) -> bool {
     smaps_flags(start).is_some_and(|flags| flags.split_whitespace().any(|f| f == "wf"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The non-Linux storage: zeroed, writable over its whole size, aligned, freed.
+    #[test]
+    fn heap_storage_of_other_systems_is_zeroed_and_aligned() {
+        #[repr(align(64))]
+        struct State([u64; 160]);
+        for _ in 0..4 {
+            let ptr = heap::alloc_zeroed::<State>().expect("memory");
+            assert_eq!(ptr.as_ptr() as usize % 64, 0, "alignment");
+            // SAFETY: a live, zeroed allocation for one `State`, used by this thread only.
+            let state = unsafe { &mut *ptr.as_ptr() };
+            assert!(state.0.iter().all(|&w| w == 0), "zeroed");
+            state.0.fill(u64::MAX);
+            // SAFETY: from `alloc_zeroed::<State>`, freed once, not used afterwards.
+            unsafe { heap::free(ptr) };
+        }
+    }
+
+    /// What `fork_protection` reports on Unix and non-Unix systems for each finding.
+    #[test]
+    fn fork_protection_per_system() {
+        for unix in [true, false] {
+            assert_eq!(protection(UNKNOWN, unix), None);
+            assert_eq!(protection(HONOURED, unix), Some(ForkProtection::WipeOnFork));
+        }
+        assert_eq!(
+            protection(NOT_HONOURED, true),
+            Some(ForkProtection::AtforkEpoch)
+        );
+        assert_eq!(protection(NOT_HONOURED, false), Some(ForkProtection::None));
+    }
 }

@@ -245,13 +245,15 @@ fn with_kernels<'a>(
     mut out: &'a mut [Block],
 ) -> (u64, &'a mut [Block]) {
     let path = keystream_path();
-    for kernel in &KERNELS {
+    for (_index, kernel) in KERNELS.iter().enumerate() {
         let whole = out.len() - out.len() % kernel.lanes;
         if kernel.usable(path, counter, whole) {
             let (head, rest) = core::mem::take(&mut out).split_at_mut(whole);
             // SAFETY: `usable(path, counter, whole)` holds, and `head` is `whole` blocks long.
             unsafe { (kernel.write)(words, counter, head) };
             scrub_stack::<KERNEL_SCRUB_BYTES>();
+            #[cfg(test)]
+            tests::count_call(_index);
             counter += whole as u64;
             out = rest;
         }
@@ -297,6 +299,8 @@ fn write_tail(key: &[u8; KEY_LEN], counter: u64, needed: usize, scratch: &mut [B
         unsafe { avx512::write_eight(&words, counter, scratch) };
         zeroize::Zeroize::zeroize(&mut words);
         scrub_stack::<KERNEL_SCRUB_BYTES>();
+        #[cfg(test)]
+        tests::count_call(KERNELS.len());
         return;
     }
     let computed = if needed > 2 { PASS } else { needed };
@@ -486,6 +490,46 @@ mod tests {
             write_blocks(&key, counter, &mut got);
             assert_eq!(got, reference(&key, counter, blocks));
         }
+    }
+
+    std::thread_local! {
+        /// Kernel calls made on this thread: one count per entry of [`KERNELS`], then the
+        /// AVX-512 tail kernel.
+        static CALLS: core::cell::Cell<[u64; 3]> = const { core::cell::Cell::new([0; 3]) };
+    }
+
+    /// Counts a call of `KERNELS[index]`, or of the tail kernel for `KERNELS.len()`.
+    #[cfg(all(target_arch = "x86_64", feature = "std"))]
+    pub(super) fn count_call(index: usize) {
+        CALLS.with(|calls| {
+            let mut n = calls.get();
+            n[index] += 1;
+            calls.set(n);
+        });
+    }
+
+    /// Which kernels ran: a refill, a 24-block fill (a 16-block and an 8-block pass on the
+    /// AVX-512 path) and a 100-byte direct fill (a two-block tail) call exactly the kernels
+    /// of the path this build reports, and no other.
+    #[test]
+    fn the_kernels_that_ran_are_those_of_the_reported_path() {
+        let key = [0x3c; KEY_LEN];
+        CALLS.set([0; 3]);
+        let mut blocks = [[0u8; BLOCK_LEN]; 16];
+        blocks[0][..KEY_LEN].copy_from_slice(&key);
+        refill_in_place(&mut blocks);
+        let mut fill = vec![[0u8; BLOCK_LEN]; 24];
+        write_blocks(&key, 0, &mut fill);
+        let mut tail = [0u8; 100];
+        write_bytes(&key, 0, &mut tail);
+        let expected = match keystream_path() {
+            KeystreamPath::Avx512 => [2, 1, 1],
+            // One call for the refill, one for the 24 blocks; the two-block tail goes to the
+            // crate (below the AVX2 kernel's break-even).
+            KeystreamPath::Avx2 => [0, 2, 0],
+            KeystreamPath::Portable => [0, 0, 0],
+        };
+        assert_eq!(CALLS.get(), expected, "{}", keystream_path());
     }
 
     /// The path the unit tests ran on is the one the CI run asked for: the build's pin, or
