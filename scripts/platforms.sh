@@ -8,8 +8,11 @@
 #             -cpu Nehalem (no AVX2): run-time detection must pick avx2 and portable
 #   emulated  the whole test suite (every test target, doctests) for aarch64 and s390x
 #             (big-endian) Linux under qemu-user, release builds
-#   compiled  `cargo +nightly check -Zbuild-std` of the library with -D warnings for macOS
-#             (x86-64, AArch64), Windows (MSVC), FreeBSD, WASI and a bare-metal Cortex-M
+#   compiled  `cargo check` of the library with -D warnings for macOS (x86-64, AArch64),
+#             Windows (MSVC), FreeBSD, WASI and a bare-metal Cortex-M (no_std)
+#
+# Cross targets use rustup's prebuilt standard library (`rustup target add`, guarded), or
+# where that cannot be installed, nightly's -Zbuild-std with the rust-src component.
 #
 # Usage: scripts/platforms.sh [SECTION...]   (sections: pinned cpu-model emulated compiled;
 # all four by default). Every run ends in one machine-readable line per platform:
@@ -60,6 +63,21 @@ nightly_ensure() {
   rustup component list --installed --toolchain nightly | grep -q '^rust-src' ||
     timeout 600 rustup component add rust-src --toolchain nightly ||
     { echo "FAILED: cannot install rust-src for nightly (needed by -Zbuild-std)" >&2; exit 1; }
+}
+
+# std_for TARGET CRATES: sets `cargo_std` to a cargo command that has TARGET's standard
+# library: rustup's prebuilt one (`rustup target add`, once), or else nightly's
+# -Zbuild-std=CRATES from the rust-src component. Fails the run when neither installs.
+std_for() {
+  local target=$1 crates=$2
+  if rustup target list --installed | grep -qx "$target" ||
+    timeout 300 rustup target add "$target" >/dev/null 2>&1; then
+    cargo_std=(cargo)
+  else
+    echo "rustup has no prebuilt standard library for $target here: -Zbuild-std=$crates"
+    nightly_ensure
+    cargo_std=(cargo +nightly "-Zbuild-std=$crates")
+  fi
 }
 
 # suite LABEL LOG -- COMMAND...: runs a cargo test command, keeps its output in LOG, and
@@ -132,36 +150,38 @@ if want emulated; then
   echo "== other architectures under qemu-user: every test target, release builds"
   apt_ensure qemu-user gcc-aarch64-linux-gnu gcc-s390x-linux-gnu libc6-dev-arm64-cross \
     libc6-dev-s390x-cross
-  nightly_ensure
   for target in aarch64-unknown-linux-gnu s390x-unknown-linux-gnu; do
     arch=${target%%-*}
     triple=$arch-linux-gnu
     var=$(echo "$target" | tr 'a-z-' 'A-Z_')
+    std_for "$target" std
     suite "qemu $arch" "$logdir/emulated-$arch.log" -- \
       env CARGO_TARGET_DIR="target/emu-$arch" PROPTEST_CASES=32 \
       "CARGO_TARGET_${var}_LINKER=$triple-gcc" \
       "CARGO_TARGET_${var}_RUNNER=qemu-$arch -L /usr/$triple" \
-      cargo +nightly test -Zbuild-std --target "$target" --release --all-features
+      "${cargo_std[@]}" test --target "$target" --release --all-features
     record "$target" emulated portable "$binaries" "$tests" "raw-clone-fork-claims"
   done
 fi
 
-# ---- other operating systems: type-checked with the standard library built from source --
+# ---- other operating systems: type-checked --------------------------------------------
 if want compiled; then
-  echo "== other operating systems: cargo +nightly check -Zbuild-std, warnings denied"
-  nightly_ensure
+  echo "== other operating systems: cargo check of the library, warnings denied"
   for target in x86_64-apple-darwin aarch64-apple-darwin x86_64-pc-windows-msvc \
     x86_64-unknown-freebsd wasm32-wasip1; do
+    std_for "$target" std
     echo "-- $target: library, all features"
     CARGO_TARGET_DIR=target/cross-check RUSTFLAGS="--cfg chacha20_avx512 -D warnings" \
-      cargo +nightly check -Zbuild-std --target "$target" -p fkrng --lib --all-features
+      "${cargo_std[@]}" check --target "$target" -p fkrng --lib --all-features
     record "$target" compiled - 0 0 "all-tests(not-runnable-here)"
   done
-  echo "-- thumbv7em-none-eabihf: no_std library (FkeRng only)"
+  target=thumbv7em-none-eabihf
+  std_for "$target" core
+  echo "-- $target: no_std library (FkeRng only)"
   CARGO_TARGET_DIR=target/cross-check RUSTFLAGS="--cfg chacha20_avx512 -D warnings" \
-    cargo +nightly check -Zbuild-std=core --target thumbv7em-none-eabihf -p fkrng --lib \
+    "${cargo_std[@]}" check --target "$target" -p fkrng --lib \
     --no-default-features --features rand_core_0_6,rand_core_0_9
-  record thumbv7em-none-eabihf compiled - 0 0 "all-tests(not-runnable-here)"
+  record "$target" compiled - 0 0 "all-tests(not-runnable-here)"
 fi
 
 echo "== platform summary"
