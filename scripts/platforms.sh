@@ -21,7 +21,9 @@
 #
 # which scripts/check-platform-table.py compares with the table in docs/ASSURANCE.md.
 # A toolchain part or package that cannot be installed fails the run (exit 1); nothing is
-# skipped silently. Emulated property tests run PROPTEST_CASES=32 (native runs keep their
+# skipped silently. qemu-user accepts and ignores madvise advice, so emulated runs expect
+# (FKRNG_EXPECT_FORK_PROTECTION) the AtforkEpoch protection and the tests that depend on it
+# print what they skip; native runs expect WipeOnFork. Emulated property tests run PROPTEST_CASES=32 (native runs keep their
 # default); each emulated target and each pin has its own CARGO_TARGET_DIR under target/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -115,6 +117,7 @@ if want pinned; then
   for path in avx512 avx2 portable; do
     suite "pinned $path" "$logdir/pinned-$path.log" -- \
       env CARGO_TARGET_DIR="target/pin-$path" FKRNG_EXPECT_KEYSTREAM="$path" \
+      FKRNG_EXPECT_FORK_PROTECTION=WipeOnFork \
       RUSTFLAGS="--cfg chacha20_avx512 --cfg fkrng_keystream=\"$path\"" \
       cargo test --release --lib --test kat --test residue
     record "$host" pinned "$path" "$binaries" "$tests" none
@@ -137,7 +140,8 @@ if want cpu-model; then
       exit 1
     fi
     suite "qemu -cpu $cpu" "$logdir/cpu-$cpu.log" -- \
-      env FKRNG_EXPECT_KEYSTREAM="$path" PROPTEST_CASES=32 \
+      env FKRNG_EXPECT_KEYSTREAM="$path" FKRNG_EXPECT_FORK_PROTECTION=AtforkEpoch \
+      PROPTEST_CASES=32 \
       CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER="qemu-x86_64 -cpu $cpu" \
       cargo test --release --lib --test kat --test threads --test fork
     # qemu-user ignores MADV_WIPEONFORK, so tests/fork.rs runs under AtforkEpoch there.
@@ -157,6 +161,7 @@ if want emulated; then
     std_for "$target" std
     suite "qemu $arch" "$logdir/emulated-$arch.log" -- \
       env CARGO_TARGET_DIR="target/emu-$arch" PROPTEST_CASES=32 \
+      FKRNG_EXPECT_KEYSTREAM=portable FKRNG_EXPECT_FORK_PROTECTION=AtforkEpoch \
       "CARGO_TARGET_${var}_LINKER=$triple-gcc" \
       "CARGO_TARGET_${var}_RUNNER=qemu-$arch -L /usr/$triple" \
       "${cargo_std[@]}" test --target "$target" --release --all-features

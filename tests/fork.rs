@@ -14,7 +14,9 @@
 //! What is asserted follows [`fkrng::fork_protection`]: children made by `fork()` under any
 //! protection, children made by a raw `clone` (no atfork handler) only under `WipeOnFork`,
 //! the only protection that promises to catch them. Scenarios left out for that reason are
-//! named in the output with the reason, never dropped silently.
+//! named in the output with the reason, never dropped silently. A run that sets
+//! `FKRNG_EXPECT_FORK_PROTECTION` (`WipeOnFork`, `AtforkEpoch`) fails when the protection
+//! found is another.
 
 #[cfg(unix)]
 fn main() {
@@ -81,6 +83,16 @@ mod unix {
     /// the process has read.
     #[cfg(target_os = "linux")]
     fn raw_clone_promised() -> bool {
+        if let (Ok(expected), Some(found)) = (
+            std::env::var("FKRNG_EXPECT_FORK_PROTECTION"),
+            fkrng::fork_protection(),
+        ) {
+            assert_eq!(
+                format!("{found:?}"),
+                expected,
+                "FKRNG_EXPECT_FORK_PROTECTION"
+            );
+        }
         match fkrng::fork_protection() {
             Some(fkrng::ForkProtection::WipeOnFork) => true,
             Some(_) => false,
