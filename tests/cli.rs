@@ -5,8 +5,25 @@
 use std::io::Read;
 use std::process::{Command, Output, Stdio};
 
+/// The tool as a command: run directly, or through the emulator named by
+/// `FKRNG_TEST_RUNNER` (a program and its arguments, such as `qemu-aarch64 -L
+/// /usr/aarch64-linux-gnu`) when the tests run for another architecture.
+fn tool() -> Command {
+    let exe = env!("CARGO_BIN_EXE_fkrng");
+    let runner = std::env::var("FKRNG_TEST_RUNNER").unwrap_or_default();
+    let mut runner = runner.split_whitespace();
+    match runner.next() {
+        Some(emulator) => {
+            let mut command = Command::new(emulator);
+            command.args(runner).arg(exe);
+            command
+        }
+        None => Command::new(exe),
+    }
+}
+
 fn fkrng(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_fkrng"))
+    tool()
         .args(args)
         .stdin(Stdio::null())
         .output()
@@ -103,7 +120,7 @@ fn two_runs_differ_and_output_is_not_zero() {
 
 #[test]
 fn raw_stream_ends_quietly_when_the_reader_closes() {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_fkrng"))
+    let mut child = tool()
         .arg("--raw")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
