@@ -145,9 +145,10 @@ if want cpu-model; then
       env FKRNG_EXPECT_KEYSTREAM="$path" FKRNG_EXPECT_FORK_PROTECTION=AtforkEpoch \
       PROPTEST_CASES=32 \
       CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER="qemu-x86_64 -cpu $cpu" \
-      cargo test --release --lib --test kat --test threads --test fork
-    # qemu-user ignores MADV_WIPEONFORK, so tests/fork.rs runs under AtforkEpoch there.
-    record "$host" "qemu-cpu-$cpu" "$path" "$binaries" "$tests" "raw-clone-fork-claims"
+      cargo test --release --lib --test kat --test threads --test fork -- --show-output
+    # qemu-user ignores MADV_WIPEONFORK: the tests run under AtforkEpoch and print, with
+    # --show-output, the wipe-on-fork claims (raw clones, page flags) they leave out.
+    record "$host" "qemu-cpu-$cpu" "$path" "$binaries" "$tests" "wipe-on-fork-claims"
   done
 fi
 
@@ -167,8 +168,9 @@ if want emulated; then
       "CARGO_TARGET_${var}_LINKER=$triple-gcc" \
       "CARGO_TARGET_${var}_RUNNER=qemu-$arch -L /usr/$triple" \
       "FKRNG_TEST_RUNNER=qemu-$arch -L /usr/$triple" \
-      "${cargo_std[@]}" test --target "$target" --release --all-features --no-fail-fast
-    record "$target" emulated portable "$binaries" "$tests" "raw-clone-fork-claims"
+      "${cargo_std[@]}" test --target "$target" --release --all-features --no-fail-fast \
+      -- --show-output
+    record "$target" emulated portable "$binaries" "$tests" "wipe-on-fork-claims"
   done
 fi
 
