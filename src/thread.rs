@@ -804,7 +804,12 @@ mod tests {
         // multi-threaded process.
         let pid = unsafe {
             if raw_clone {
-                libc::syscall(libc::SYS_clone, libc::SIGCHLD, 0, 0, 0, 0) as libc::pid_t
+                // s390x's clone takes the new stack first and the flags second.
+                #[cfg(not(target_arch = "s390x"))]
+                let pid = libc::syscall(libc::SYS_clone, libc::SIGCHLD, 0, 0, 0, 0);
+                #[cfg(target_arch = "s390x")]
+                let pid = libc::syscall(libc::SYS_clone, 0, libc::SIGCHLD, 0, 0, 0);
+                pid as libc::pid_t
             } else {
                 libc::fork()
             }

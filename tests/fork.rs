@@ -113,7 +113,12 @@ mod unix {
                 How::Fork => libc::fork(),
                 #[cfg(target_os = "linux")]
                 How::RawClone => {
-                    libc::syscall(libc::SYS_clone, libc::SIGCHLD, 0, 0, 0, 0) as libc::pid_t
+                    // s390x's clone takes the new stack first and the flags second.
+                    #[cfg(not(target_arch = "s390x"))]
+                    let pid = libc::syscall(libc::SYS_clone, libc::SIGCHLD, 0, 0, 0, 0);
+                    #[cfg(target_arch = "s390x")]
+                    let pid = libc::syscall(libc::SYS_clone, 0, libc::SIGCHLD, 0, 0, 0);
+                    pid as libc::pid_t
                 }
             }
         };
