@@ -23,8 +23,9 @@
 # A toolchain part or package that cannot be installed fails the run (exit 1); nothing is
 # skipped silently. qemu-user accepts and ignores madvise advice, so emulated runs expect
 # (FKRNG_EXPECT_FORK_PROTECTION) the AtforkEpoch protection and the tests that depend on it
-# print what they skip; native runs expect WipeOnFork. Emulated property tests run PROPTEST_CASES=32 (native runs keep their
-# default); each emulated target and each pin has its own CARGO_TARGET_DIR under target/.
+# print what they skip; native runs expect WipeOnFork. Emulated property tests run
+# PROPTEST_CASES=32 (native runs keep their default); each emulated target and each pin has
+# its own CARGO_TARGET_DIR under target/. Each section prints its wall time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -113,6 +114,7 @@ host=x86_64-unknown-linux-gnu
 
 # ---- one run per keystream path (native x86-64; this machine has AVX-512F) -------------
 if want pinned; then
+  started=$SECONDS
   echo "== keystream paths pinned at build time: KAT, unit (differential) and residue tests"
   for path in avx512 avx2 portable; do
     suite "pinned $path" "$logdir/pinned-$path.log" -- \
@@ -122,10 +124,12 @@ if want pinned; then
       cargo test --release --lib --test kat --test residue
     record "$host" pinned "$path" "$binaries" "$tests" none
   done
+  echo "-- section pinned: $((SECONDS - started)) s"
 fi
 
 # ---- run-time CPU detection under emulated CPU models -----------------------------------
 if want cpu-model; then
+  started=$SECONDS
   echo "== run-time detection under qemu-x86_64 CPU models: KAT, unit, threads, fork tests"
   apt_ensure qemu-user
   # The unpinned release build of .ci/run's residue step (same RUSTFLAGS, same target dir).
@@ -150,10 +154,12 @@ if want cpu-model; then
     # --show-output, the wipe-on-fork claims (raw clones, page flags) they leave out.
     record "$host" "qemu-cpu-$cpu" "$path" "$binaries" "$tests" "wipe-on-fork-claims"
   done
+  echo "-- section cpu-model: $((SECONDS - started)) s"
 fi
 
 # ---- other architectures: the whole suite under qemu-user ------------------------------
 if want emulated; then
+  started=$SECONDS
   echo "== other architectures under qemu-user: every test target, release builds"
   apt_ensure qemu-user gcc-aarch64-linux-gnu gcc-s390x-linux-gnu libc6-dev-arm64-cross \
     libc6-dev-s390x-cross
@@ -172,10 +178,12 @@ if want emulated; then
       -- --show-output
     record "$target" emulated portable "$binaries" "$tests" "wipe-on-fork-claims"
   done
+  echo "-- section emulated: $((SECONDS - started)) s"
 fi
 
 # ---- other operating systems: type-checked --------------------------------------------
 if want compiled; then
+  started=$SECONDS
   echo "== other operating systems: cargo check of the library, warnings denied"
   for target in x86_64-apple-darwin aarch64-apple-darwin x86_64-pc-windows-msvc \
     x86_64-unknown-freebsd wasm32-wasip1; do
@@ -192,6 +200,7 @@ if want compiled; then
     "${cargo_std[@]}" check --target "$target" -p fkrng --lib \
     --no-default-features --features rand_core_0_6,rand_core_0_9
   record "$target" compiled - 0 0 "all-tests(not-runnable-here)"
+  echo "-- section compiled: $((SECONDS - started)) s"
 fi
 
 echo "== platform summary"
