@@ -157,17 +157,20 @@ pub fn fork_protection() -> Option<ForkProtection> {
     protection(
         WIPE_ON_FORK.load(Ordering::Relaxed),
         HANDLERS.load(Ordering::Relaxed),
+        cfg!(unix),
     )
 }
 
-/// [`fork_protection`] from the wipe-on-fork finding and the fork handlers' registration.
-fn protection(wipe_on_fork: u8, handlers: u8) -> Option<ForkProtection> {
-    if cfg!(unix) && handlers != HANDLERS_REGISTERED {
+/// [`fork_protection`] from the wipe-on-fork finding, the fork handlers' registration and
+/// whether this is a Unix system (a function of all three, so that the answers of other
+/// systems are tested on Linux too).
+fn protection(wipe_on_fork: u8, handlers: u8, unix: bool) -> Option<ForkProtection> {
+    if unix && handlers != HANDLERS_REGISTERED {
         return None;
     }
     match wipe_on_fork {
         HONOURED => Some(ForkProtection::WipeOnFork),
-        NOT_HONOURED if cfg!(unix) => Some(ForkProtection::AtforkEpoch),
+        NOT_HONOURED if unix => Some(ForkProtection::AtforkEpoch),
         NOT_HONOURED => Some(ForkProtection::None),
         _ => None,
     }
@@ -237,11 +240,9 @@ impl<T> Pages<T> {
         #[cfg(not(any(target_os = "linux", target_os = "android")))]
         {
             WIPE_ON_FORK.store(NOT_HONOURED, Ordering::Relaxed);
-            let layout = std::alloc::Layout::new::<T>();
-            // SAFETY: `T` is not zero-sized (the state holds a 1024-byte block).
-            let raw = unsafe { std::alloc::alloc_zeroed(layout) };
-            let ptr = core::ptr::NonNull::new(raw.cast::<T>())?;
-            Some(Pages { ptr })
+            Some(Pages {
+                ptr: heap::alloc_zeroed()?,
+            })
         }
     }
 
@@ -267,10 +268,38 @@ impl<T> Drop for Pages<T> {
             libc::munmap(self.ptr.as_ptr().cast(), self.len);
         }
         #[cfg(not(any(target_os = "linux", target_os = "android")))]
-        // SAFETY: allocated in `new_zeroed` with the same layout, freed exactly once.
+        // SAFETY: allocated by `heap::alloc_zeroed::<T>` in `new_zeroed`, freed exactly once.
         unsafe {
-            std::alloc::dealloc(self.ptr.as_ptr().cast(), std::alloc::Layout::new::<T>());
+            heap::free(self.ptr);
         }
+    }
+}
+
+/// The storage of systems without `mmap` wipe-on-fork pages (every OS but Linux and Android): one zeroed
+/// heap allocation per state. Compiled on Linux for the unit tests too.
+#[cfg(any(not(any(target_os = "linux", target_os = "android")), test))]
+mod heap {
+    use core::ptr::NonNull;
+
+    /// A zeroed allocation for one `T`, or `None` when the allocator refuses.
+    ///
+    /// # Panics
+    /// If `T` is zero-sized (the thread state holds a 1024-byte block).
+    pub(super) fn alloc_zeroed<T>() -> Option<NonNull<T>> {
+        let layout = std::alloc::Layout::new::<T>();
+        assert!(layout.size() > 0, "zero-sized state");
+        // SAFETY: the layout is not zero-sized (checked above).
+        let raw = unsafe { std::alloc::alloc_zeroed(layout) };
+        NonNull::new(raw.cast::<T>())
+    }
+
+    /// Frees an allocation made by [`alloc_zeroed`].
+    ///
+    /// # Safety
+    /// `ptr` came from `alloc_zeroed::<T>` and is freed once; nothing uses it afterwards.
+    pub(super) unsafe fn free<T>(ptr: NonNull<T>) {
+        // SAFETY: allocated with this layout by `alloc_zeroed::<T>` (caller's contract).
+        unsafe { std::alloc::dealloc(ptr.as_ptr().cast(), std::alloc::Layout::new::<T>()) }
     }
 }
 
@@ -321,8 +350,8 @@ mod tests {
         );
         assert_eq!(state.load(Ordering::Relaxed), HANDLERS_FAILED);
         for wipe in [UNKNOWN, HONOURED, NOT_HONOURED] {
-            assert_eq!(protection(wipe, HANDLERS_FAILED), None);
-            assert_eq!(protection(wipe, HANDLERS_UNREGISTERED), None);
+            assert_eq!(protection(wipe, HANDLERS_FAILED, true), None);
+            assert_eq!(protection(wipe, HANDLERS_UNREGISTERED, true), None);
         }
         // A later success registers; a later failure does not hide it.
         register_with(&state, || 0).unwrap();
@@ -330,14 +359,14 @@ mod tests {
         register_with(&state, || libc::ENOMEM).unwrap_err();
         assert_eq!(state.load(Ordering::Relaxed), HANDLERS_REGISTERED);
         assert_eq!(
-            protection(HONOURED, HANDLERS_REGISTERED),
+            protection(HONOURED, HANDLERS_REGISTERED, true),
             Some(ForkProtection::WipeOnFork)
         );
         assert_eq!(
-            protection(NOT_HONOURED, HANDLERS_REGISTERED),
+            protection(NOT_HONOURED, HANDLERS_REGISTERED, true),
             Some(ForkProtection::AtforkEpoch)
         );
-        assert_eq!(protection(UNKNOWN, HANDLERS_REGISTERED), None);
+        assert_eq!(protection(UNKNOWN, HANDLERS_REGISTERED, true), None);
     }
 
     /// A child forked while another thread is inside the registration (a thread that does
@@ -391,5 +420,47 @@ mod tests {
         RELEASE.store(true, Ordering::SeqCst);
         registering.join().unwrap().unwrap();
         assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
+    }
+
+    /// The non-Linux storage: zeroed, writable over its whole size, aligned, freed.
+    #[test]
+    fn heap_storage_of_other_systems_is_zeroed_and_aligned() {
+        #[repr(align(64))]
+        struct State([u64; 160]);
+        for _ in 0..4 {
+            let ptr = heap::alloc_zeroed::<State>().expect("memory");
+            assert_eq!(ptr.as_ptr() as usize % 64, 0, "alignment");
+            // SAFETY: a live, zeroed allocation for one `State`, used by this thread only.
+            let state = unsafe { &mut *ptr.as_ptr() };
+            assert!(state.0.iter().all(|&w| w == 0), "zeroed");
+            state.0.fill(u64::MAX);
+            // SAFETY: from `alloc_zeroed::<State>`, freed once, not used afterwards.
+            unsafe { heap::free(ptr) };
+        }
+    }
+
+    /// What `fork_protection` reports on Unix and non-Unix systems for each finding.
+    #[test]
+    fn fork_protection_per_system() {
+        for unix in [true, false] {
+            assert_eq!(protection(UNKNOWN, HANDLERS_REGISTERED, unix), None);
+            assert_eq!(
+                protection(HONOURED, HANDLERS_REGISTERED, unix),
+                Some(ForkProtection::WipeOnFork)
+            );
+        }
+        assert_eq!(
+            protection(NOT_HONOURED, HANDLERS_REGISTERED, true),
+            Some(ForkProtection::AtforkEpoch)
+        );
+        assert_eq!(
+            protection(NOT_HONOURED, HANDLERS_REGISTERED, false),
+            Some(ForkProtection::None)
+        );
+        // Without fork there are no handlers to register.
+        assert_eq!(
+            protection(NOT_HONOURED, HANDLERS_UNREGISTERED, false),
+            Some(ForkProtection::None)
+        );
     }
 }

@@ -22,8 +22,9 @@
 //! after it returns (`keystream/scrub.rs`, with signal frames pushed below it and the
 //! registers on x86-64 Linux), so no spilled key word outlives the refill; elsewhere
 //! key-derived values can remain in vector registers until later code reuses them (see
-//! docs/SECURITY.md, "Keystream residue and stack use"). Builds with debug assertions
-//! compute keystream with `keystream/portable.rs` instead, for a small stack at opt-level 0.
+//! docs/SECURITY.md, "Keystream residue and stack use"). Builds with debug assertions and
+//! no pin compute keystream with `keystream/small_stack.rs` instead, for a small stack at
+//! opt-level 0 ([`KeystreamPath::SmallStack`]).
 
 use crate::generator::{BLOCK_LEN, KEY_LEN};
 use chacha20::ChaCha20LegacyCore;
@@ -32,6 +33,140 @@ use chacha20::cipher::{KeyIvInit, StreamCipherCore};
 
 /// One keystream block.
 pub(crate) type Block = [u8; BLOCK_LEN];
+
+/// The keystream path that refills and direct fills take: one of fkrng's x86-64 kernels, the
+/// `chacha20` crate, or (in builds with debug assertions) fkrng's one-block plain-Rust code.
+/// [`keystream_path`] names the one this build takes on this CPU. Every path gives the same
+/// bytes; more may be added (for example for other architectures).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum KeystreamPath {
+    /// fkrng's sixteen-block AVX-512 kernel (x86-64 CPUs with AVX-512F), with its
+    /// eight-block AVX2 kernel for what is left of a fill after whole 16-block passes (1 KiB
+    /// each) and its eight-block AVX-512 tail kernel for partial passes.
+    Avx512,
+    /// fkrng's eight-block AVX2 kernel (x86-64 CPUs with AVX2 but not AVX-512F), 512 bytes
+    /// per pass.
+    Avx2,
+    /// The `chacha20` crate alone, with the backend it picks for itself (SSE2, AVX2 or, when
+    /// built with `--cfg chacha20_avx512`, AVX-512 on x86-64; NEON on AArch64; plain Rust
+    /// elsewhere): every target that is not x86-64, builds without the `std` feature (which
+    /// the run-time CPU detection needs), and x86-64 CPUs without AVX2.
+    Portable,
+    /// fkrng's ChaCha20 one block at a time in plain Rust (`keystream/small_stack.rs`),
+    /// which needs about 3 KiB of stack even unoptimised: builds with debug assertions (every
+    /// Cargo profile at opt-level 0, such as a dependent's debug build) take it unless a path
+    /// is pinned, because unoptimised SIMD code needs more stack than a 16 KiB thread has.
+    SmallStack,
+}
+
+impl KeystreamPath {
+    /// The lower-case name used by `fkrng --version` and by the `fkrng_keystream` build
+    /// switch: `avx512`, `avx2` or `portable` (and `small-stack`, which is not a pin).
+    pub const fn name(self) -> &'static str {
+        match self {
+            KeystreamPath::Avx512 => "avx512",
+            KeystreamPath::Avx2 => "avx2",
+            KeystreamPath::Portable => "portable",
+            KeystreamPath::SmallStack => "small-stack",
+        }
+    }
+
+    /// Whether a kernel of `self`'s path may run under `path`: the AVX-512 path also uses
+    /// the AVX2 kernel for remainders, the portable path no kernel at all.
+    #[cfg(all(target_arch = "x86_64", feature = "std"))]
+    #[inline(always)]
+    fn runs_under(self, path: KeystreamPath) -> bool {
+        match self {
+            KeystreamPath::Avx512 => path == KeystreamPath::Avx512,
+            KeystreamPath::Avx2 => matches!(path, KeystreamPath::Avx512 | KeystreamPath::Avx2),
+            KeystreamPath::Portable | KeystreamPath::SmallStack => true,
+        }
+    }
+}
+
+impl core::fmt::Display for KeystreamPath {
+    /// Writes [`KeystreamPath::name`].
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+// The build-time pin of the keystream path, for tests: `--cfg fkrng_keystream="avx512"`,
+// `"avx2"` or `"portable"` in RUSTFLAGS (see docs/ASSURANCE.md). A pin to a kernel this
+// target cannot have is a build error; one to a kernel this CPU lacks panics at the first
+// refill (see `keystream_path`).
+#[cfg(all(
+    any(fkrng_keystream = "avx512", fkrng_keystream = "avx2"),
+    not(all(target_arch = "x86_64", feature = "std"))
+))]
+compile_error!(
+    "--cfg fkrng_keystream=\"avx512\" or \"avx2\" needs target_arch x86_64 and the std feature"
+);
+#[cfg(any(
+    all(fkrng_keystream = "avx512", fkrng_keystream = "avx2"),
+    all(fkrng_keystream = "avx512", fkrng_keystream = "portable"),
+    all(fkrng_keystream = "avx2", fkrng_keystream = "portable")
+))]
+compile_error!("more than one --cfg fkrng_keystream value given");
+
+/// The keystream path fixed at build time by `--cfg fkrng_keystream="..."`, if any.
+const PINNED: Option<KeystreamPath> = if cfg!(fkrng_keystream = "avx512") {
+    Some(KeystreamPath::Avx512)
+} else if cfg!(fkrng_keystream = "avx2") {
+    Some(KeystreamPath::Avx2)
+} else if cfg!(fkrng_keystream = "portable") {
+    Some(KeystreamPath::Portable)
+} else {
+    None
+};
+
+/// The keystream path that refills and direct fills take in this build on this CPU: the
+/// widest kernel the CPU has (detected at run time with CPUID, cached by `std`), or the one
+/// pinned at build time with `--cfg fkrng_keystream="avx512"|"avx2"|"portable"` (a switch
+/// for tests), or in builds with debug assertions and no pin
+/// [`KeystreamPath::SmallStack`]. `fkrng --version` prints it as `keystream: <name>`.
+///
+/// # Panics
+/// Only in a build pinned to a kernel this CPU lacks (for example `avx512` on a CPU without
+/// AVX-512F): the pin never falls back to another path, so that a test run meant for one
+/// kernel cannot pass on another. Every read of such a build panics the same way.
+#[inline]
+pub fn keystream_path() -> KeystreamPath {
+    if small_stack::IN_USE {
+        return KeystreamPath::SmallStack;
+    }
+    #[cfg(all(target_arch = "x86_64", feature = "std"))]
+    {
+        let detected = if avx512::detected() {
+            KeystreamPath::Avx512
+        } else if avx2::detected() {
+            KeystreamPath::Avx2
+        } else {
+            KeystreamPath::Portable
+        };
+        match PINNED {
+            None => detected,
+            Some(pin) if pin.runs_under(detected) => pin,
+            Some(pin) => pin_unavailable(pin, detected),
+        }
+    }
+    #[cfg(not(all(target_arch = "x86_64", feature = "std")))]
+    {
+        // The only path here; a pin to another one is a build error (above).
+        PINNED.unwrap_or(KeystreamPath::Portable)
+    }
+}
+
+#[cfg(all(target_arch = "x86_64", feature = "std"))]
+#[cold]
+#[inline(never)]
+fn pin_unavailable(pin: KeystreamPath, detected: KeystreamPath) -> ! {
+    panic!(
+        "fkrng: built with --cfg fkrng_keystream=\"{pin}\", but this CPU only has the \
+         {detected} keystream path; the pin does not fall back"
+    )
+}
 
 /// "expand 32-byte k" as four little-endian words (RFC 8439, section 2.3).
 const SIGMA: [u32; 4] = [0x6170_7865, 0x3320_646e, 0x7962_2d32, 0x6b20_6574];
@@ -71,13 +206,15 @@ pub(crate) fn write_blocks(key: &[u8; KEY_LEN], counter: u64, out: &mut [Block])
 /// One of fkrng's pass kernels: blocks per pass, the CPU feature it needs, and the kernel.
 #[cfg(all(target_arch = "x86_64", feature = "std"))]
 struct Kernel {
+    /// The keystream path this kernel belongs to.
+    path: KeystreamPath,
     lanes: usize,
     /// Whether this CPU has the kernel's instruction set (detected at run time).
     detected: fn() -> bool,
     /// Writes keystream blocks `counter..counter + out.len()` under the key words.
     ///
     /// # Safety
-    /// Only where [`Kernel::usable`]`(counter, out.len())` holds.
+    /// Only where [`Kernel::usable`]`(path, counter, out.len())` holds for some path.
     write: unsafe fn(key: &[u32; 8], counter: u64, out: &mut [Block]),
 }
 
@@ -85,12 +222,13 @@ struct Kernel {
 impl Kernel {
     /// Whether the kernel may write `blocks` blocks from `counter` on: a whole, non-zero
     /// number of passes, no carry out of the low counter word (the kernels add lane offsets
-    /// to word 12 only), and the instruction set present.
+    /// to word 12 only), the kernel part of `path`, and its instruction set present.
     #[inline(always)]
-    fn usable(&self, counter: u64, blocks: usize) -> bool {
+    fn usable(&self, path: KeystreamPath, counter: u64, blocks: usize) -> bool {
         blocks.is_multiple_of(self.lanes)
             && blocks > 0
             && low_counter_fits(counter, blocks)
+            && self.path.runs_under(path)
             && (self.detected)()
     }
 }
@@ -99,11 +237,13 @@ impl Kernel {
 #[cfg(all(target_arch = "x86_64", feature = "std"))]
 const KERNELS: [Kernel; 2] = [
     Kernel {
+        path: KeystreamPath::Avx512,
         lanes: avx512::LANES,
         detected: avx512::detected,
         write: avx512::write_blocks,
     },
     Kernel {
+        path: KeystreamPath::Avx2,
         lanes: avx2::LANES,
         detected: avx2::detected,
         write: avx2::write_blocks,
@@ -121,12 +261,15 @@ fn with_kernels<'a>(
     mut counter: u64,
     mut out: &'a mut [Block],
 ) -> (u64, &'a mut [Block]) {
+    let path = keystream_path();
     for kernel in &KERNELS {
         let whole = out.len() - out.len() % kernel.lanes;
-        if kernel.usable(counter, whole) {
+        if kernel.usable(path, counter, whole) {
             let (head, rest) = core::mem::take(&mut out).split_at_mut(whole);
-            // SAFETY: `usable(counter, whole)` holds, and `head` is `whole` blocks long.
+            // SAFETY: `usable(path, counter, whole)` holds, and `head` is `whole` blocks long.
             unsafe { (kernel.write)(words, counter, head) };
+            #[cfg(test)]
+            tests::count_call(if kernel.lanes == avx512::LANES { 0 } else { 1 });
             counter += whole as u64;
             out = rest;
         }
@@ -164,8 +307,8 @@ pub(crate) fn direct_fill_in_place(blocks: &mut [Block; 16], rest: &mut [u8]) {
 /// in frames below the caller's.
 #[inline(never)]
 fn write_bytes_below(key: &[u8; KEY_LEN], counter: u64, out: &mut [u8]) {
-    if portable::IN_USE {
-        portable::write(key, counter, out);
+    if small_stack::IN_USE {
+        small_stack::write(key, counter, out);
         return;
     }
     let (blocks, _) = out.as_chunks_mut::<BLOCK_LEN>();
@@ -187,18 +330,21 @@ fn write_bytes_below(key: &[u8; KEY_LEN], counter: u64, out: &mut [u8]) {
 }
 
 /// Writes at least the first `needed` (1 to 8) of the blocks from `counter` on to
-/// `scratch`: eight through the AVX-512 tail kernel where the CPU has AVX-512F; otherwise
+/// `scratch`: eight through the AVX-512 tail kernel on the AVX-512 path; otherwise
 /// eight through `write_blocks` when more than two are needed (one whole pass of the AVX2
 /// kernel costs less than the crate's one-block-at-a-time tail), else just those blocks.
 #[inline]
 fn write_tail(key: &[u8; KEY_LEN], counter: u64, needed: usize, scratch: &mut [Block; PASS]) {
     debug_assert!((1..=PASS).contains(&needed));
     #[cfg(all(target_arch = "x86_64", feature = "std"))]
-    if avx512::detected() {
+    if keystream_path() == KeystreamPath::Avx512 {
         let mut words = key_words(key);
-        // SAFETY: `detected` checked at run time that the CPU has AVX-512F.
+        // SAFETY: the AVX-512 path is taken only where the CPU has AVX-512F (detected at
+        // run time; a pin to it panics otherwise).
         unsafe { avx512::write_eight(&words, counter, scratch) };
         zeroize::Zeroize::zeroize(&mut words);
+        #[cfg(test)]
+        tests::count_call(2);
         return;
     }
     let computed = if needed > 2 { PASS } else { needed };
@@ -220,9 +366,9 @@ pub(crate) fn refill_in_place(blocks: &mut [Block; 16]) {
 /// lives in frames below the caller's.
 #[inline(never)]
 fn refill_below(blocks: &mut [Block; 16]) {
-    if portable::IN_USE {
+    if small_stack::IN_USE {
         let mut key = *blocks[0].first_chunk().expect("a block holds a key");
-        portable::write(&key, 0, blocks.as_flattened_mut());
+        small_stack::write(&key, 0, blocks.as_flattened_mut());
         zeroize::Zeroize::zeroize(&mut key);
         return;
     }
@@ -257,8 +403,8 @@ fn with_crate(key: &[u8; KEY_LEN], counter: u64, out: &mut [Block]) {
 mod avx2;
 #[cfg(all(target_arch = "x86_64", feature = "std"))]
 mod avx512;
-mod portable;
 mod scrub;
+mod small_stack;
 
 #[cfg(test)]
 mod tests {
@@ -287,15 +433,15 @@ mod tests {
     fn pass_kernels_match_the_chacha20_crate() {
         for kernel in &KERNELS {
             let blocks = 2 * kernel.lanes;
-            if !kernel.usable(0, blocks) {
+            if !kernel.usable(KeystreamPath::Avx512, 0, blocks) {
                 eprintln!("{}-block kernel: not available on this CPU", kernel.lanes);
                 continue;
             }
             for (key, counter) in kernel_cases() {
                 let counter = counter.min((1 << 32) - blocks as u64);
-                assert!(kernel.usable(counter, blocks));
+                assert!(kernel.usable(KeystreamPath::Avx512, counter, blocks));
                 let mut got = vec![[0u8; BLOCK_LEN]; blocks];
-                // SAFETY: `usable(counter, blocks)` was checked just above.
+                // SAFETY: `usable(.., counter, blocks)` was checked just above.
                 unsafe { (kernel.write)(&key_words(&key), counter, &mut got) };
                 let lanes = kernel.lanes;
                 assert_eq!(
@@ -473,14 +619,14 @@ mod tests {
             top
         }
         let margin = 128 + 64;
-        // The crate runs only where the portable code does not.
+        // The crate runs only where the small-stack code does not.
         let depths = [
             ("refill", refill as fn() -> usize),
             ("direct fill", direct),
             ("chacha20 crate", crate_alone),
         ]
         .map(|(name, f)| (name, deepest_below(f)));
-        let depths = &depths[..if portable::IN_USE { 2 } else { 3 }];
+        let depths = &depths[..if small_stack::IN_USE { 2 } else { 3 }];
         for &(name, depth) in depths {
             eprintln!(
                 "{name}: {depth} bytes below the caller; scrub {} bytes",
@@ -497,17 +643,72 @@ mod tests {
         }
     }
 
-    /// The portable block function against the crate, whether or not this build uses it.
+    /// The small-stack block function against the crate, whether or not this build uses it.
     #[test]
-    fn portable_matches_the_chacha20_crate() {
+    fn small_stack_matches_the_chacha20_crate() {
         let key: [u8; KEY_LEN] = core::array::from_fn(|i| (i as u8).wrapping_mul(77) ^ 0x1d);
         for counter in [0u64, 5, (1 << 32) - 2, u64::MAX - 1] {
             for len in [1usize, 63, 64, 65, 200, 1024] {
                 let mut got = vec![0u8; len];
-                portable::write(&key, counter, &mut got);
+                small_stack::write(&key, counter, &mut got);
                 let want = reference(&key, counter, len.div_ceil(BLOCK_LEN));
                 assert_eq!(got[..], want.as_flattened()[..len], "{counter} {len}");
             }
+        }
+    }
+
+    std::thread_local! {
+        /// Kernel calls made on this thread: the 16-block AVX-512 kernel, the 8-block AVX2
+        /// kernel, the AVX-512 tail kernel.
+        static CALLS: core::cell::Cell<[u64; 3]> = const { core::cell::Cell::new([0; 3]) };
+    }
+
+    /// Counts a kernel call in slot `index` of [`CALLS`].
+    #[cfg(all(target_arch = "x86_64", feature = "std"))]
+    pub(super) fn count_call(index: usize) {
+        CALLS.with(|calls| {
+            let mut n = calls.get();
+            n[index] += 1;
+            calls.set(n);
+        });
+    }
+
+    /// Which kernels ran: a refill, a 24-block fill (a 16-block and an 8-block pass on the
+    /// AVX-512 path) and a 100-byte direct fill (a two-block tail) call exactly the kernels
+    /// of the path this build reports, and no other.
+    #[test]
+    fn the_kernels_that_ran_are_those_of_the_reported_path() {
+        let key = [0x3c; KEY_LEN];
+        CALLS.set([0; 3]);
+        let mut blocks = [[0u8; BLOCK_LEN]; 16];
+        blocks[0][..KEY_LEN].copy_from_slice(&key);
+        refill_in_place(&mut blocks);
+        let mut fill = vec![[0u8; BLOCK_LEN]; 24];
+        write_blocks(&key, 0, &mut fill);
+        let mut tail = [0u8; 100];
+        write_bytes(&key, 0, &mut tail);
+        let expected = match keystream_path() {
+            KeystreamPath::Avx512 => [2, 1, 1],
+            // One call for the refill, one for the 24 blocks; the two-block tail goes to the
+            // crate (below the AVX2 kernel's break-even).
+            KeystreamPath::Avx2 => [0, 2, 0],
+            KeystreamPath::Portable | KeystreamPath::SmallStack => [0, 0, 0],
+        };
+        assert_eq!(CALLS.get(), expected, "{}", keystream_path());
+    }
+
+    /// The path the unit tests ran on is the one the CI run asked for: the build's pin, or
+    /// `FKRNG_EXPECT_KEYSTREAM` (for unpinned builds run under an emulated CPU model).
+    #[test]
+    fn keystream_path_is_the_expected_one() {
+        let path = keystream_path();
+        assert_eq!(path.to_string(), path.name());
+        if let Some(pin) = PINNED {
+            assert_eq!(path, pin, "pinned build");
+        }
+        match std::env::var("FKRNG_EXPECT_KEYSTREAM") {
+            Ok(expected) => assert_eq!(path.name(), expected, "FKRNG_EXPECT_KEYSTREAM"),
+            Err(_) => eprintln!("keystream path {path} (FKRNG_EXPECT_KEYSTREAM not set)"),
         }
     }
 

@@ -84,6 +84,7 @@ mod snapshot;
 mod thread;
 
 pub use generator::{BUFFER_LEN, FkeRng, KEY_LEN, REFILL_LEN};
+pub use keystream::{KeystreamPath, keystream_path};
 
 #[cfg(feature = "std")]
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]

@@ -202,3 +202,28 @@ fn words_are_little_endian_reads_of_the_stream() {
         assert_eq!(words.next_u64(), u64::from_le_bytes(b8));
     }
 }
+
+/// The keystream path these vectors were checked on is the one the run asked for: the pin
+/// of a build with `--cfg fkrng_keystream="..."` (the flag reaches this test crate too), or
+/// `FKRNG_EXPECT_KEYSTREAM` for unpinned builds run under an emulated CPU model.
+#[test]
+fn keystream_path_is_the_expected_one() {
+    let path = fkrng::keystream_path();
+    let pinned = [
+        (cfg!(fkrng_keystream = "avx512"), "avx512"),
+        (cfg!(fkrng_keystream = "avx2"), "avx2"),
+        (cfg!(fkrng_keystream = "portable"), "portable"),
+    ]
+    .into_iter()
+    .find_map(|(on, name)| on.then_some(name));
+    if let Some(pin) = pinned {
+        assert_eq!(path.to_string(), pin, "pinned build");
+    }
+    match std::env::var("FKRNG_EXPECT_KEYSTREAM") {
+        Ok(expected) => assert_eq!(path.to_string(), expected, "FKRNG_EXPECT_KEYSTREAM"),
+        Err(_) if pinned.is_none() => {
+            eprintln!("keystream path {path}: neither pinned nor FKRNG_EXPECT_KEYSTREAM set")
+        }
+        Err(_) => {}
+    }
+}

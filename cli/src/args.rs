@@ -233,7 +233,12 @@ where
         let text = if args.help {
             command.render_help().to_string()
         } else {
-            command.render_version()
+            // The version, then the keystream path this CPU gets, for bug reports.
+            format!(
+                "{}keystream: {}\n",
+                command.render_version(),
+                fkrng::keystream_path()
+            )
         };
         return Ok(Command::Print(text));
     }
@@ -301,7 +306,14 @@ mod tests {
             let Ok(Command::Print(text)) = parse(&[alone]) else {
                 panic!("{alone} alone is not the version");
             };
-            assert_eq!(text, format!("fkrng {}\n", env!("CARGO_PKG_VERSION")));
+            assert_eq!(
+                text,
+                format!(
+                    "fkrng {}\nkeystream: {}\n",
+                    env!("CARGO_PKG_VERSION"),
+                    fkrng::keystream_path()
+                )
+            );
         }
         for bad in [
             &["-h", "32"][..],

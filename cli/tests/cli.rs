@@ -5,8 +5,25 @@ use std::io::Read;
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
 
+/// The tool as a command: run directly, or through the emulator named by
+/// `FKRNG_TEST_RUNNER` (a program and its arguments, such as `qemu-aarch64 -L
+/// /usr/aarch64-linux-gnu`) when the tests run for another architecture.
+fn tool() -> Command {
+    let exe = env!("CARGO_BIN_EXE_fkrng");
+    let runner = std::env::var("FKRNG_TEST_RUNNER").unwrap_or_default();
+    let mut runner = runner.split_whitespace();
+    match runner.next() {
+        Some(emulator) => {
+            let mut command = Command::new(emulator);
+            command.args(runner).arg(exe);
+            command
+        }
+        None => Command::new(exe),
+    }
+}
+
 fn fkrng(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_fkrng"))
+    tool()
         .args(args)
         .stdin(Stdio::null())
         .output()
@@ -106,7 +123,7 @@ fn two_runs_differ_and_output_is_not_zero() {
 
 #[test]
 fn raw_stream_ends_quietly_when_the_reader_closes() {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_fkrng"))
+    let mut child = tool()
         .arg("--raw")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -237,7 +254,8 @@ fn wait_or_kill(child: &mut Child) -> ExitStatus {
 
 /// Runs fkrng through `sh -c` with `redirect` applied to its stdout.
 fn fkrng_redirected(redirect: &str, args: &[&str]) -> (ExitStatus, String) {
-    let script = format!("exec \"$0\" \"$@\" {redirect}");
+    let runner = std::env::var("FKRNG_TEST_RUNNER").unwrap_or_default();
+    let script = format!("exec {runner} \"$0\" \"$@\" {redirect}");
     let mut child = Command::new("sh")
         .arg("-c")
         .arg(script)
@@ -286,7 +304,7 @@ fn non_blocking_stdout_gets_every_byte() {
         assert!(flags >= 0);
         assert_eq!(libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK), 0);
     }
-    let mut child = Command::new(env!("CARGO_BIN_EXE_fkrng"))
+    let mut child = tool()
         .args(["--raw", "10MiB"])
         .stdin(Stdio::null())
         .stdout(writer)

@@ -7,13 +7,15 @@
 //! 16 KiB thread stack holds. This block function keeps one 16-word input and one working
 //! state, about 0.5 KiB at opt-level 0, and the scrub after it covers the deepest frame with
 //! room to spare. Builds with debug assertions (every Cargo profile with opt-level 0, by
-//! default) use it for every refill and direct fill; optimised builds never do.
+//! default) use it for every refill and direct fill unless a keystream path is pinned;
+//! optimised builds never do.
 
 use super::SIGMA;
 use crate::generator::{BLOCK_LEN, KEY_LEN};
 
-/// Whether this build computes keystream here (builds with debug assertions).
-pub(super) const IN_USE: bool = cfg!(debug_assertions);
+/// Whether this build computes keystream here: builds with debug assertions, unless a
+/// keystream path is pinned (`--cfg fkrng_keystream`, for tests of that path).
+pub(super) const IN_USE: bool = cfg!(debug_assertions) && super::PINNED.is_none();
 
 /// One block of output, in bytes.
 const _: () = assert!(BLOCK_LEN == 64);

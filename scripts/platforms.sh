@@ -1,0 +1,208 @@
+#!/usr/bin/env bash
+# Every keystream path and every platform fkrng claims, tested or compiled:
+#
+#   pinned    the KAT, unit (differential) and residue tests once per keystream path, each
+#             build pinned with --cfg fkrng_keystream="avx512"|"avx2"|"portable" (native)
+#   cpu-model the KAT, unit, threads and fork tests of an unpinned build, and
+#             `fkrng --version`, under qemu-x86_64 -cpu Haswell (AVX2, no AVX-512) and
+#             -cpu Nehalem (no AVX2): run-time detection must pick avx2 and portable
+#   emulated  the whole test suite (every test target, doctests) for aarch64 and s390x
+#             (big-endian) Linux under qemu-user, release builds
+#   compiled  `cargo check` of the library with -D warnings for macOS (x86-64, AArch64),
+#             Windows (MSVC), FreeBSD, WASI, Android (AArch64) and a bare-metal Cortex-M
+#             (no_std)
+#
+# Cross targets use rustup's prebuilt standard library (`rustup target add`, guarded), or
+# where that cannot be installed, nightly's -Zbuild-std with the rust-src component.
+#
+# Usage: scripts/platforms.sh [SECTION...]   (sections: pinned cpu-model emulated compiled;
+# all four by default). Every run ends in one machine-readable line per platform:
+#
+#   platform: <target> <how> <path> binaries=<n> tests=<n> skipped=<what>
+#
+# which scripts/check-platform-table.py compares with the table in docs/ASSURANCE.md.
+# A toolchain part or package that cannot be installed fails the run (exit 1); nothing is
+# skipped silently. qemu-user accepts and ignores madvise advice, so emulated runs expect
+# (FKRNG_EXPECT_FORK_PROTECTION) the AtforkEpoch protection and the tests that depend on it
+# print what they skip; native runs expect WipeOnFork. Emulated property tests run
+# PROPTEST_CASES=32 (native runs keep their default); each emulated target and each pin has
+# its own CARGO_TARGET_DIR under target/. Each section prints its wall time.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+export CARGO_TERM_COLOR=never
+sections=("$@")
+[[ ${#sections[@]} -gt 0 ]] || sections=(pinned cpu-model emulated compiled)
+logdir=target/platforms
+mkdir -p "$logdir"
+summary=()
+
+want() {
+  local s
+  for s in "${sections[@]}"; do [[ $s == "$1" ]] && return 0; done
+  return 1
+}
+
+apt_ensure() {
+  local missing=()
+  local pkg
+  for pkg in "$@"; do
+    dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
+  done
+  if [[ ${#missing[@]} -gt 0 ]]; then
+    echo "installing ${missing[*]}"
+    if ! { apt-get install -y "${missing[@]}" >/dev/null 2>&1 ||
+      { apt-get update >/dev/null && apt-get install -y "${missing[@]}" >/dev/null; }; }; then
+      echo "FAILED: cannot install ${missing[*]}" >&2
+      exit 1
+    fi
+  fi
+}
+
+nightly_ensure() {
+  if ! rustup toolchain list | grep -q '^nightly'; then
+    timeout 600 rustup toolchain install nightly --profile minimal ||
+      { echo "FAILED: cannot install the nightly toolchain" >&2; exit 1; }
+  fi
+  rustup component list --installed --toolchain nightly | grep -q '^rust-src' ||
+    timeout 600 rustup component add rust-src --toolchain nightly ||
+    { echo "FAILED: cannot install rust-src for nightly (needed by -Zbuild-std)" >&2; exit 1; }
+}
+
+# std_for TARGET CRATES: sets `cargo_std` to a cargo command that has TARGET's standard
+# library: rustup's prebuilt one (`rustup target add`, once), or else nightly's
+# -Zbuild-std=CRATES from the rust-src component. Fails the run when neither installs.
+std_for() {
+  local target=$1 crates=$2
+  if rustup target list --installed | grep -qx "$target" ||
+    timeout 300 rustup target add "$target" >/dev/null 2>&1; then
+    cargo_std=(cargo)
+  else
+    echo "rustup has no prebuilt standard library for $target here: -Zbuild-std=$crates"
+    nightly_ensure
+    cargo_std=(cargo +nightly "-Zbuild-std=$crates")
+  fi
+}
+
+# suite LABEL LOG -- COMMAND...: runs a cargo test command, keeps its output in LOG, and
+# sets `binaries` (test binaries run) and `tests` (tests passed, counting a binary without
+# the test harness as one).
+suite() {
+  local label=$1 log=$2
+  shift 3
+  echo "-- $label: $*"
+  if ! "$@" >"$log" 2>&1; then
+    tail -n 40 "$log"
+    echo "FAILED: $label (full output: $log)" >&2
+    exit 1
+  fi
+  grep -E '^test result:|^(ok|skipped): |^fork protection|^fork tests' "$log" || true
+  binaries=$(grep -cE '^ +(Running|Doc-tests) ' "$log" || true)
+  tests=$(awk '
+    /^ +(Running|Doc-tests) / { if (open) { n += 1 } open = 1; next }
+    /^test result:/ { n += $4; open = 0 }
+    END { if (open) n += 1; print n + 0 }' "$log")
+  echo "   $label: $binaries test binaries, $tests tests passed"
+}
+
+record() {
+  local line="platform: $1 $2 $3 binaries=$4 tests=$5 skipped=$6"
+  summary+=("$line")
+  echo "$line"
+}
+
+host=x86_64-unknown-linux-gnu
+
+# ---- one run per keystream path (native x86-64; this machine has AVX-512F) -------------
+if want pinned; then
+  started=$SECONDS
+  echo "== keystream paths pinned at build time: KAT, unit (differential) and residue tests"
+  for path in avx512 avx2 portable; do
+    suite "pinned $path" "$logdir/pinned-$path.log" -- \
+      env CARGO_TARGET_DIR="target/pin-$path" FKRNG_EXPECT_KEYSTREAM="$path" \
+      FKRNG_EXPECT_FORK_PROTECTION=WipeOnFork \
+      RUSTFLAGS="--cfg chacha20_avx512 --cfg fkrng_keystream=\"$path\"" \
+      cargo test --release --lib --test kat --test residue
+    record "$host" pinned "$path" "$binaries" "$tests" none
+  done
+  echo "-- section pinned: $((SECONDS - started)) s"
+fi
+
+# ---- run-time CPU detection under emulated CPU models -----------------------------------
+if want cpu-model; then
+  started=$SECONDS
+  echo "== run-time detection under qemu-x86_64 CPU models: KAT, unit, threads, fork tests"
+  apt_ensure qemu-user
+  # The unpinned release build of .ci/run's residue step (same RUSTFLAGS, same target dir).
+  cargo build --release -p fkrng-cli --bin fkrng
+  for model in Haswell:avx2 Nehalem:portable; do
+    cpu=${model%%:*}
+    path=${model##*:}
+    # (qemu warns on stderr about CPUID bits its TCG lacks, such as TSX; not ours to show.)
+    got=$(qemu-x86_64 -cpu "$cpu" target/release/fkrng --version 2>/dev/null |
+      sed -n 's/^keystream: //p')
+    echo "-- fkrng --version under -cpu $cpu: keystream: $got"
+    if [[ $got != "$path" ]]; then
+      echo "FAILED: -cpu $cpu should get the $path keystream path, fkrng reports '$got'" >&2
+      exit 1
+    fi
+    suite "qemu -cpu $cpu" "$logdir/cpu-$cpu.log" -- \
+      env FKRNG_EXPECT_KEYSTREAM="$path" FKRNG_EXPECT_FORK_PROTECTION=AtforkEpoch \
+      PROPTEST_CASES=32 \
+      CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER="qemu-x86_64 -cpu $cpu" \
+      cargo test --release --lib --test kat --test threads --test fork -- --show-output
+    # qemu-user ignores MADV_WIPEONFORK: the tests run under AtforkEpoch and print, with
+    # --show-output, the wipe-on-fork claims (raw clones, page flags) they leave out.
+    record "$host" "qemu-cpu-$cpu" "$path" "$binaries" "$tests" "wipe-on-fork-claims"
+  done
+  echo "-- section cpu-model: $((SECONDS - started)) s"
+fi
+
+# ---- other architectures: the whole suite under qemu-user ------------------------------
+if want emulated; then
+  started=$SECONDS
+  echo "== other architectures under qemu-user: every test target, release builds"
+  apt_ensure qemu-user gcc-aarch64-linux-gnu gcc-s390x-linux-gnu libc6-dev-arm64-cross \
+    libc6-dev-s390x-cross
+  for target in aarch64-unknown-linux-gnu s390x-unknown-linux-gnu; do
+    arch=${target%%-*}
+    triple=$arch-linux-gnu
+    var=$(echo "$target" | tr 'a-z-' 'A-Z_')
+    std_for "$target" std
+    suite "qemu $arch" "$logdir/emulated-$arch.log" -- \
+      env CARGO_TARGET_DIR="target/emu-$arch" PROPTEST_CASES=32 \
+      FKRNG_EXPECT_KEYSTREAM=portable FKRNG_EXPECT_FORK_PROTECTION=AtforkEpoch \
+      "CARGO_TARGET_${var}_LINKER=$triple-gcc" \
+      "CARGO_TARGET_${var}_RUNNER=qemu-$arch -L /usr/$triple" \
+      "FKRNG_TEST_RUNNER=qemu-$arch -L /usr/$triple" \
+      "${cargo_std[@]}" test --target "$target" --release --workspace --all-features --no-fail-fast \
+      -- --show-output
+    record "$target" emulated portable "$binaries" "$tests" "wipe-on-fork-claims"
+  done
+  echo "-- section emulated: $((SECONDS - started)) s"
+fi
+
+# ---- other operating systems: type-checked --------------------------------------------
+if want compiled; then
+  started=$SECONDS
+  echo "== other operating systems: cargo check of the library, warnings denied"
+  for target in x86_64-apple-darwin aarch64-apple-darwin x86_64-pc-windows-msvc \
+    x86_64-unknown-freebsd wasm32-wasip1 aarch64-linux-android; do
+    std_for "$target" std
+    echo "-- $target: library, all features"
+    CARGO_TARGET_DIR=target/cross-check RUSTFLAGS="--cfg chacha20_avx512 -D warnings" \
+      "${cargo_std[@]}" check --target "$target" -p fkrng --lib --all-features
+    record "$target" compiled - 0 0 "all-tests(not-runnable-here)"
+  done
+  target=thumbv7em-none-eabihf
+  std_for "$target" core
+  echo "-- $target: no_std library (FkeRng only)"
+  CARGO_TARGET_DIR=target/cross-check RUSTFLAGS="--cfg chacha20_avx512 -D warnings" \
+    "${cargo_std[@]}" check --target "$target" -p fkrng --lib \
+    --no-default-features --features rand_core_0_6,rand_core_0_9
+  record "$target" compiled - 0 0 "all-tests(not-runnable-here)"
+  echo "-- section compiled: $((SECONDS - started)) s"
+fi
+
+echo "== platform summary"
+printf '%s\n' "${summary[@]}" | tee "$logdir/summary.txt"
