@@ -26,9 +26,11 @@ enum Kind {
     /// fault-injecting tracer that skipped the call): no entropy was received.
     AllZero,
     /// The source reported more bytes than were asked for, or none.
+    #[cfg_attr(not(any(target_os = "linux", target_os = "android")), allow(dead_code))]
     BadLength,
     /// The fallback device path (`/dev/urandom`) did not open the kernel's random character
     /// device (a regular file or another device mounted over it).
+    #[cfg_attr(not(any(target_os = "linux", target_os = "android")), allow(dead_code))]
     NotRandomDevice,
     /// `pthread_atfork` could not register the fork handler (this `errno`), so a forked
     /// child could not be told to reseed.

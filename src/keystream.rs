@@ -530,7 +530,12 @@ mod tests {
     /// were written: the depth of the deepest frame that `f`'s callees reached below it.
     #[cfg(target_os = "linux")]
     fn deepest_below(f: fn() -> usize) -> usize {
-        const SIZE: usize = 64 << 10;
+        // 64 KiB, or the C library's minimum where that is larger (128 KiB on AArch64).
+        const SIZE: usize = if libc::PTHREAD_STACK_MIN > 64 << 10 {
+            libc::PTHREAD_STACK_MIN
+        } else {
+            64 << 10
+        };
         const GUARD: usize = 4096;
         struct Job {
             f: fn() -> usize,

@@ -1041,7 +1041,20 @@ pub(crate) mod tests {
         if std::env::var_os(IN_NEW_PROCESS).is_some() {
             return child_handler_order_in_this_process();
         }
-        let out = std::process::Command::new(std::env::current_exe().unwrap())
+        // Under an emulator (`FKRNG_TEST_RUNNER`, as in the runs for other architectures)
+        // the test binary runs through it again.
+        let runner = std::env::var("FKRNG_TEST_RUNNER").unwrap_or_default();
+        let mut runner = runner.split_whitespace();
+        let exe = std::env::current_exe().unwrap();
+        let mut command = match runner.next() {
+            Some(emulator) => {
+                let mut command = std::process::Command::new(emulator);
+                command.args(runner).arg(exe);
+                command
+            }
+            None => std::process::Command::new(exe),
+        };
+        let out = command
             .args(["--exact", NAME, "--nocapture", "--test-threads=1"])
             .env(IN_NEW_PROCESS, "1")
             .output()

@@ -1,5 +1,7 @@
-//! Stack use of reads: every kind of read fits a 16 KiB thread stack (`PTHREAD_STACK_MIN`)
-//! and, in a signal handler, an 8 KiB alternate signal stack (`SIGSTKSZ`).
+//! Stack use of reads: every kind of read fits a 16 KiB thread stack (`PTHREAD_STACK_MIN`;
+//! the C library's larger minimum where it has one, 128 KiB on AArch64) and, in a signal
+//! handler, an alternate signal stack of `SIGSTKSZ` bytes (8 KiB on x86-64, 16 KiB on
+//! AArch64).
 //!
 //! Each read runs on a stack of exactly that size that this test maps below a `PROT_NONE`
 //! guard page and paints with one byte value beforehand: a thread made with
@@ -36,12 +38,20 @@ mod linux {
     use std::cell::Cell;
     use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
-    /// A thread stack of `PTHREAD_STACK_MIN` bytes.
-    const THREAD_STACK: usize = 16 << 10;
+    /// A thread stack of 16 KiB (`PTHREAD_STACK_MIN` on x86-64 and s390x), or this target's
+    /// `PTHREAD_STACK_MIN` where the C library refuses smaller stacks (128 KiB on AArch64).
+    const THREAD_STACK: usize = if libc::PTHREAD_STACK_MIN > 16 << 10 {
+        libc::PTHREAD_STACK_MIN
+    } else {
+        16 << 10
+    };
 
-    /// An alternate signal stack of `SIGSTKSZ` bytes (32 KiB in unoptimised builds).
+    /// An alternate signal stack of `SIGSTKSZ` bytes: 8 KiB on x86-64, 16 KiB on AArch64,
+    /// whose kernel signal frame is larger (32 KiB in unoptimised builds).
     const SIGNAL_STACK: usize = if cfg!(debug_assertions) {
         32 << 10
+    } else if libc::SIGSTKSZ > 8 << 10 {
+        libc::SIGSTKSZ
     } else {
         8 << 10
     };
