@@ -33,6 +33,13 @@ skip+=(--skip atfork_epoch_alone_reseeds_a_forked_child)
 # inaccessible once the thread is gone (and valgrind's stack frames are not the native
 # ones); it runs natively in `cargo test`.
 skip+=(--skip scrub_covers_the_deepest_keystream_frame)
+# The registration unit test forks while another thread of the parent holds heap blocks;
+# that thread does not exist in the child, whose exit memcheck then reports as leaking
+# them. It runs natively in `cargo test`.
+skip+=(--skip a_child_forked_during_registration_does_not_wait_for_it)
+# The VMClock torn-write test races a writer thread against readers; valgrind runs one
+# thread at a time, which turns the race into minutes. It runs natively in `cargo test`.
+skip+=(--skip torn_writes_are_never_read)
 case "$mode" in
 --short | --full) ;;
 *)
@@ -107,7 +114,9 @@ for t in "${tests[@]}"; do
         ;;
     esac
     echo "== valgrind $(basename "$t") ${skip[*]:-}"
-    "${VG[@]}" "$t" -q "${skip[@]}" 2>&1 | grep -vE '^$|^running [0-9]+ tests?$|^\.+$'
+    # One test at a time: a test that forks then has no other test's thread (with its heap
+    # blocks) in the parent, which memcheck would report as leaked at the child's exit.
+    "${VG[@]}" "$t" -q --test-threads=1 "${skip[@]}" 2>&1 | grep -vE '^$|^running [0-9]+ tests?$|^\.+$'
 done
 
 echo "== valgrind examples/memcheck"
