@@ -676,6 +676,7 @@ mod tests {
             assert_eq!(map(s.path()).err(), Some(Unusable::Open(libc::EACCES)));
             return;
         }
+        let _fork = crate::thread::tests::forking();
         // SAFETY: the child only drops its privileges, runs `map` (system calls and one
         // allocation for the path; glibc's malloc is usable in a forked child) and `_exit`s
         // with the result.

@@ -522,6 +522,26 @@ pub(crate) mod tests {
         });
     }
 
+    /// Keeps the process-wide epoch steady for the tests that count a state's reseeds. A
+    /// `fork()` in a parallel test bumps the epoch in this process too (the atfork prepare
+    /// handler), which would reseed their state mid-count: those tests hold this lock for
+    /// reading, and the tests that fork hold it for writing.
+    static EPOCH_USERS: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+    /// Held by a test that counts reseeds: no fork starts in this process meanwhile.
+    pub(crate) fn steady_epoch() -> std::sync::RwLockReadGuard<'static, ()> {
+        EPOCH_USERS
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Held by a test around its `fork()`: waits for the reseed-counting tests to finish.
+    pub(crate) fn forking() -> std::sync::RwLockWriteGuard<'static, ()> {
+        EPOCH_USERS
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     /// Hands out a counter pattern (never all zero), or fails while `fail` is set.
     struct FakeOs {
         calls: u32,
@@ -573,6 +593,7 @@ pub(crate) mod tests {
 
     #[test]
     fn first_read_seeds_once_and_budget_is_in_range() {
+        let _epoch = steady_epoch();
         let mut st = ThreadState::zeroed();
         let mut os = FakeOs::working();
         let clock = FakeClock(Cell::new(5));
@@ -586,6 +607,7 @@ pub(crate) mod tests {
 
     #[test]
     fn byte_budget_triggers_reseed_at_a_refill() {
+        let _epoch = steady_epoch();
         let mut st = ThreadState::zeroed();
         let mut os = FakeOs::working();
         let clock = FakeClock(Cell::new(0));
@@ -608,6 +630,7 @@ pub(crate) mod tests {
 
     #[test]
     fn sixty_seconds_trigger_reseed_only_at_refill() {
+        let _epoch = steady_epoch();
         let mut st = ThreadState::zeroed();
         let mut os = FakeOs::working();
         let clock = FakeClock(Cell::new(1_000));
@@ -624,6 +647,7 @@ pub(crate) mod tests {
 
     #[test]
     fn failed_periodic_reseed_keeps_key_and_retries() {
+        let _epoch = steady_epoch();
         let mut st = ThreadState::zeroed();
         let mut os = FakeOs::working();
         let clock = FakeClock(Cell::new(0));
@@ -647,6 +671,7 @@ pub(crate) mod tests {
 
     #[test]
     fn unseeded_state_with_failing_os_emits_nothing() {
+        let _epoch = steady_epoch();
         let mut st = ThreadState::zeroed();
         let mut os = FakeOs::failing();
         let clock = FakeClock(Cell::new(0));
@@ -659,6 +684,7 @@ pub(crate) mod tests {
 
     #[test]
     fn all_zero_entropy_is_refused() {
+        let _epoch = steady_epoch();
         struct Zeros;
         impl Entropy for Zeros {
             fn fill(&mut self, dest: &mut [u8]) -> Result<(), Error> {
@@ -677,6 +703,7 @@ pub(crate) mod tests {
 
     #[test]
     fn epoch_change_reseeds_before_output_and_failure_is_fatal() {
+        let _epoch = steady_epoch();
         let mut st = ThreadState::zeroed();
         let mut os = FakeOs::working();
         let clock = FakeClock(Cell::new(0));
@@ -696,6 +723,7 @@ pub(crate) mod tests {
 
     #[test]
     fn generation_change_reseeds_before_output_and_failure_is_fatal() {
+        let _epoch = steady_epoch();
         let mut st = ThreadState::zeroed();
         let mut os = FakeOs::working();
         let clock = FakeClock(Cell::new(0));
@@ -780,6 +808,7 @@ pub(crate) mod tests {
 
     #[test]
     fn budget_spans_one_to_two_mib_and_reseed_comes_at_the_first_refill_past_it() {
+        let _epoch = steady_epoch();
         for (draw, budget) in [
             (0, RESEED_MIN_BYTES),
             (u32::MAX, 2 * RESEED_MIN_BYTES - 1),
@@ -816,6 +845,7 @@ pub(crate) mod tests {
 
     #[test]
     fn time_is_checked_only_when_keystream_is_made() {
+        let _epoch = steady_epoch();
         let mut st = ThreadState::zeroed();
         let mut os = FakeOs::working();
         let clock = FakeClock(Cell::new(0));
@@ -840,6 +870,7 @@ pub(crate) mod tests {
 
     #[test]
     fn reseed_mixes_the_key_and_discards_the_buffer() {
+        let _epoch = steady_epoch();
         let seed = [0x5a; KEY_LEN];
         let clock = FakeClock(Cell::new(0));
         let mut a = ThreadState::zeroed();
@@ -875,6 +906,7 @@ pub(crate) mod tests {
 
     #[test]
     fn failed_reseed_keeps_key_and_buffer() {
+        let _epoch = steady_epoch();
         let mut st = ThreadState::zeroed();
         let mut os = FakeOs::working();
         let clock = FakeClock(Cell::new(0));
@@ -893,6 +925,7 @@ pub(crate) mod tests {
     /// The child only reads the generator, writes and `_exit`s.
     #[cfg(target_os = "linux")]
     pub(crate) fn in_child(raw_clone: bool, child: fn() -> Option<[u8; 32]>) -> [u8; 32] {
+        let _fork = forking();
         let mut fds = [0; 2];
         // SAFETY: `fds` has room for the two descriptors.
         assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
@@ -1169,6 +1202,7 @@ pub(crate) mod tests {
 
     #[test]
     fn empty_read_needs_no_seed_and_sets_up_nothing() {
+        let _epoch = steady_epoch();
         // An unseeded state and an OS source that fails: nothing to produce, so no error
         // and no OS read.
         let mut st = ThreadState::zeroed();
