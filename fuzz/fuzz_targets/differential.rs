@@ -1,4 +1,4 @@
-//! `FkeRng` against the reference model (tests/model/mod.rs) on read sequences chosen by the
+//! `FkeRng` against the reference model (`fkrng-test-support`) on read sequences chosen by the
 //! fuzzer: identical output, key, buffer and unserved count after every read, served bytes
 //! zero, key erased at every batch.
 //!
@@ -9,12 +9,8 @@
 
 use fkrng::FkeRng;
 use libfuzzer_sys::fuzz_target;
+use fkrng_test_support::model::{self, BOUNDARY_SIZES, KEY_LEN, Op, Subject};
 use rand_core::SeedableRng;
-
-#[path = "../../tests/model/mod.rs"]
-mod model;
-
-use model::{BOUNDARY_SIZES, KEY_LEN, Op, Subject};
 
 struct Under(FkeRng);
 

@@ -1,4 +1,4 @@
-//! Differential tests: `FkeRng` against the reference model in `tests/model/mod.rs` (its own
+//! Differential tests: `FkeRng` against the reference model of `fkrng-test-support` (its own
 //! ChaCha20 from RFC 8439, the spec's `fill` loop over a `Vec`), from the same seed, over
 //! random sequences of reads concentrated on the construction's boundaries. After every
 //! read the model's runner also checks the spec's invariants through
@@ -6,13 +6,10 @@
 //! refill and direct fill.
 
 use super::{FkeRng, KEY_LEN};
+use fkrng_test_support::kat::{self, Expect, Step};
+use fkrng_test_support::model::{self, BOUNDARY_SIZES, Model, Op, Subject};
 use proptest::prelude::*;
 use rand_core::SeedableRng;
-
-#[path = "../../tests/model/mod.rs"]
-mod model;
-
-use model::{BOUNDARY_SIZES, Model, Op, Subject};
 
 impl Subject for FkeRng {
     fn fill(&mut self, dest: &mut [u8]) {
@@ -93,55 +90,46 @@ fn model_block_function_matches_rfc8439_test_vector() {
     assert!(model::rfc8439_block_vector_holds());
 }
 
-/// The model alone against the independent vectors in tests/data/fke-kat.txt (OpenSSL's
-/// ChaCha20): every line given in hex or as an integer is checked; lines given as a SHA-256
-/// digest are read to keep the stream in step and compared with `FkeRng` instead.
+/// The model alone against the independent vectors in tests/data/fke-kat.txt: every line
+/// given in hex or as an integer is checked; lines given as a SHA-256 digest are read to
+/// keep the stream in step and compared with `FkeRng` instead.
 #[test]
 fn model_matches_known_answer_vectors() {
-    let vectors = include_str!("../../tests/data/fke-kat.txt");
-    let hex = |s: &str| -> Vec<u8> {
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-            .collect()
-    };
     let mut model: Option<(Model, FkeRng)> = None;
     let mut checked = 0;
-    for line in vectors.lines().filter(|l| !l.starts_with('#')) {
-        let mut parts = line.split_whitespace();
-        let (Some(op), Some(arg)) = (parts.next(), parts.next()) else {
-            continue;
-        };
-        let expect = parts.next().unwrap_or("");
-        if op == "seed" {
-            let seed: [u8; KEY_LEN] = hex(arg).try_into().unwrap();
+    for vector in kat::vectors() {
+        let line = vector.text;
+        if let Step::Seed(seed) = vector.step {
             model = Some((Model::new(seed), FkeRng::from_seed(seed)));
             continue;
         }
         let (m, rng) = model.as_mut().expect("seeded");
-        match op {
-            "fill" => {
-                let n: usize = arg.parse().unwrap();
-                let mut want = vec![0u8; n];
+        match vector.step {
+            Step::Fill { len, expect } => {
+                let mut want = vec![0u8; len];
                 m.fill(&mut want);
-                if expect.starts_with("sha256:") {
-                    let mut got = vec![0u8; n];
-                    rng.fill(&mut got);
-                    assert!(got == want, "{line}");
-                    continue;
+                match expect {
+                    Expect::Sha256(_) => {
+                        let mut got = vec![0u8; len];
+                        rng.fill(&mut got);
+                        assert!(got == want, "{line}");
+                        continue;
+                    }
+                    Expect::Bytes(bytes) => {
+                        rng.fill(&mut vec![0u8; len]);
+                        assert_eq!(want, bytes, "{line}");
+                    }
                 }
-                rng.fill(&mut vec![0u8; n]);
-                assert_eq!(want, hex(expect), "{line}");
             }
-            "u32" => {
+            Step::U32(v) => {
                 rng.next_u32();
-                assert_eq!(m.next_u32().to_string(), arg, "{line}");
+                assert_eq!(m.next_u32(), v, "{line}");
             }
-            "u64" => {
+            Step::U64(v) => {
                 rng.next_u64();
-                assert_eq!(m.next_u64().to_string(), arg, "{line}");
+                assert_eq!(m.next_u64(), v, "{line}");
             }
-            other => panic!("unknown vector op {other}"),
+            Step::Seed(_) => unreachable!(),
         }
         checked += 1;
     }

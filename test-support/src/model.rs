@@ -1,81 +1,19 @@
 //! A reference model of the fast-key-erasure generator, written to be read against the spec
-//! (docs/DESIGN.md, "The construction") rather than to be fast: its own ChaCha20 block
-//! function (RFC 8439, section 2.3), the keystream as a `Vec`, and the spec's `fill` loop
-//! line by line.
+//! (docs/DESIGN.md, "The construction") rather than to be fast: the ChaCha20 block function
+//! of [`crate::chacha`] (RFC 8439, section 2.3), the keystream as a `Vec`, and the spec's
+//! `fill` loop line by line.
 //!
 //! It shares no code with `src/generator.rs` and uses no ChaCha20 crate, so the differential
-//! tests that run it side by side with `FkeRng` compare two independent implementations.
-//!
-//! This file is not a test target of its own (cargo builds only `tests/*.rs`); it is
-//! included with `#[path]` by the differential tests in `src/generator/differential.rs` and
-//! by the fuzz target `fuzz/fuzz_targets/differential.rs`.
+//! tests that run it side by side with `FkeRng` (the unit tests in
+//! `src/generator/differential.rs` and the fuzz target `fuzz/fuzz_targets/differential.rs`)
+//! compare two independent implementations.
 
-#![allow(dead_code)]
+pub use crate::chacha::{BLOCK_LEN, KEY_LEN, block as chacha20_block};
 
-/// Key size in bytes.
-pub const KEY_LEN: usize = 32;
-/// One ChaCha20 block in bytes.
-pub const BLOCK_LEN: usize = 64;
 /// One refill: 16 blocks, 1024 bytes.
 pub const REFILL_LEN: usize = 1024;
 /// Bytes served per refill: 992.
 pub const BUFFER_LEN: usize = REFILL_LEN - KEY_LEN;
-
-/// The ChaCha quarter round on four words of the state (RFC 8439, section 2.1).
-fn quarter_round(s: &mut [u32; 16], a: usize, b: usize, c: usize, d: usize) {
-    s[a] = s[a].wrapping_add(s[b]);
-    s[d] ^= s[a];
-    s[d] = s[d].rotate_left(16);
-    s[c] = s[c].wrapping_add(s[d]);
-    s[b] ^= s[c];
-    s[b] = s[b].rotate_left(12);
-    s[a] = s[a].wrapping_add(s[b]);
-    s[d] ^= s[a];
-    s[d] = s[d].rotate_left(8);
-    s[c] = s[c].wrapping_add(s[d]);
-    s[b] ^= s[c];
-    s[b] = s[b].rotate_left(7);
-}
-
-/// The ChaCha20 block function (RFC 8439, section 2.3) in Bernstein's original layout:
-/// words 12 and 13 are a 64-bit block counter (low word first), words 14 and 15 a 64-bit
-/// nonce. For a counter below 2^32 and an all-zero nonce this equals RFC 8439's layout with
-/// a 32-bit counter and an all-zero 96-bit nonce.
-pub fn chacha20_block(key: &[u8; KEY_LEN], counter: u64, nonce: &[u8; 8]) -> [u8; BLOCK_LEN] {
-    let word = |b: &[u8]| u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-    let mut input = [0u32; 16];
-    // "expand 32-byte k"
-    input[0] = 0x6170_7865;
-    input[1] = 0x3320_646e;
-    input[2] = 0x7962_2d32;
-    input[3] = 0x6b20_6574;
-    for i in 0..8 {
-        input[4 + i] = word(&key[4 * i..]);
-    }
-    input[12] = counter as u32;
-    input[13] = (counter >> 32) as u32;
-    input[14] = word(&nonce[0..]);
-    input[15] = word(&nonce[4..]);
-
-    let mut s = input;
-    for _ in 0..10 {
-        // A column round, then a diagonal round: 20 rounds in all.
-        quarter_round(&mut s, 0, 4, 8, 12);
-        quarter_round(&mut s, 1, 5, 9, 13);
-        quarter_round(&mut s, 2, 6, 10, 14);
-        quarter_round(&mut s, 3, 7, 11, 15);
-        quarter_round(&mut s, 0, 5, 10, 15);
-        quarter_round(&mut s, 1, 6, 11, 12);
-        quarter_round(&mut s, 2, 7, 8, 13);
-        quarter_round(&mut s, 3, 4, 9, 14);
-    }
-    let mut out = [0u8; BLOCK_LEN];
-    for i in 0..16 {
-        let w = s[i].wrapping_add(input[i]);
-        out[4 * i..4 * i + 4].copy_from_slice(&w.to_le_bytes());
-    }
-    out
-}
 
 /// `keystream(K, n)`: the first `n` bytes of ChaCha20 under `key`, nonce 0, block counter
 /// 0, 1, 2, ...

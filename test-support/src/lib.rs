@@ -1,0 +1,23 @@
+//! Test support for fkrng, shared by the unit tests (`src/generator/differential.rs`), the
+//! integration tests in `tests/` and the fuzz targets in `fuzz/`.
+//!
+//! None of it depends on fkrng: the reference model and its ChaCha20 are independent of the
+//! code they check, and the unit tests can use this crate without a second copy of fkrng.
+//!
+//! - [`model`]: the reference model of the fast-key-erasure generator.
+//! - [`chacha`]: the ChaCha20 block function the model and the residue test compute with.
+//! - [`kat`]: the known-answer vectors of `tests/data/fke-kat.txt`, parsed.
+//! - [`child`]: run a closure in a `fork()`ed or raw-`clone`d child, get its bytes back.
+//! - [`signals`]: signal handlers and periodic timer signals.
+//! - [`stack`]: painted thread and signal stacks that measure how deep code reached.
+
+pub mod chacha;
+pub mod kat;
+pub mod model;
+
+#[cfg(unix)]
+pub mod child;
+#[cfg(target_os = "linux")]
+pub mod signals;
+#[cfg(target_os = "linux")]
+pub mod stack;
