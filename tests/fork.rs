@@ -30,20 +30,12 @@ fn main() {
 
 #[cfg(unix)]
 mod unix {
+    use fkrng_test_support::child::{self, How, Pipe};
     use std::collections::HashMap;
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};
 
     type Value = [u8; 32];
-
-    #[derive(Clone, Copy, Debug)]
-    enum How {
-        /// `fork()`: atfork handlers run in the child.
-        Fork,
-        /// A raw `clone` system call with only `SIGCHLD`: no atfork handler runs.
-        #[cfg(target_os = "linux")]
-        RawClone,
-    }
 
     /// What the parent side saw and what the children sent.
     #[derive(Default)]
@@ -63,19 +55,6 @@ mod unix {
             unsafe { libc::_exit(3) }
         }
         v
-    }
-
-    fn send(fd: i32, v: &Value) {
-        let mut done = 0;
-        while done < v.len() {
-            // SAFETY: writes from the initialised bytes `v[done..]`.
-            let n = unsafe { libc::write(fd, v[done..].as_ptr().cast(), v.len() - done) };
-            if n <= 0 {
-                // SAFETY: as in `child_read`.
-                unsafe { libc::_exit(4) }
-            }
-            done += n as usize;
-        }
     }
 
     /// Whether fkrng promises that a raw-`clone` child gets fresh output here: only with
@@ -100,59 +79,14 @@ mod unix {
         }
     }
 
-    /// Starts a child made by `how` that runs `body(write_fd)` and `_exit(0)`s; returns the
+    /// Starts a child made by `how` that runs `body(pipe)` and `_exit(0)`s; returns the
     /// 32-byte values it wrote, after checking it exited with status 0.
-    fn in_child(how: How, body: &dyn Fn(i32)) -> Vec<Value> {
-        let mut fds = [0i32; 2];
-        // SAFETY: `fds` has room for two descriptors.
-        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0, "pipe");
-        // SAFETY: the child runs `body` (generator reads, writes, a nested fork) and exits
-        // with `_exit`; it never returns into the caller.
-        let pid = unsafe {
-            match how {
-                How::Fork => libc::fork(),
-                #[cfg(target_os = "linux")]
-                How::RawClone => {
-                    // s390x's clone takes the new stack first and the flags second.
-                    #[cfg(not(target_arch = "s390x"))]
-                    let pid = libc::syscall(libc::SYS_clone, libc::SIGCHLD, 0, 0, 0, 0);
-                    #[cfg(target_arch = "s390x")]
-                    let pid = libc::syscall(libc::SYS_clone, 0, libc::SIGCHLD, 0, 0, 0);
-                    pid as libc::pid_t
-                }
-            }
-        };
-        assert!(pid >= 0, "{how:?} failed");
-        if pid == 0 {
-            // SAFETY: our copy of the read end is not needed.
-            unsafe { libc::close(fds[0]) };
-            body(fds[1]);
-            // SAFETY: ends the child without unwinding or running exit handlers.
-            unsafe { libc::_exit(0) }
-        }
-        // SAFETY: closes the parent's copy of the write end.
-        unsafe { libc::close(fds[1]) };
-        let mut bytes = Vec::new();
-        let mut buf = [0u8; 256];
-        loop {
-            // SAFETY: reads at most `buf.len()` bytes into `buf`.
-            let n = unsafe { libc::read(fds[0], buf.as_mut_ptr().cast(), buf.len()) };
-            assert!(n >= 0, "read from child");
-            if n == 0 {
-                break;
-            }
-            bytes.extend_from_slice(&buf[..n as usize]);
-        }
-        let mut status = 0;
-        // SAFETY: closes the read end and reaps the child.
-        unsafe {
-            libc::close(fds[0]);
-            assert_eq!(libc::waitpid(pid, &mut status, 0), pid);
-        }
-        assert!(
-            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
-            "{how:?} child failed with status {status:#x}"
-        );
+    fn in_child(how: How, body: &dyn Fn(&Pipe)) -> Vec<Value> {
+        let bytes = child::run(how, |pipe| {
+            body(pipe);
+            0
+        })
+        .expect_success(&format!("{how:?}"));
         assert_eq!(bytes.len() % 32, 0);
         bytes
             .chunks_exact(32)
@@ -173,7 +107,7 @@ mod unix {
     /// before and after it.
     fn parent_and_child(rec: &mut Record, name: &'static str, how: How) {
         let before = stream(4096);
-        let child = in_child(how, &|fd| send(fd, &child_read()));
+        let child = in_child(how, &|pipe| pipe.send(&child_read()));
         let after = stream(4096);
         rec.streams.push(before);
         rec.streams.push(after);
@@ -187,7 +121,7 @@ mod unix {
             "nothing read before this scenario"
         );
         let name = "fork() before the parent ever read";
-        let child = in_child(How::Fork, &|fd| send(fd, &child_read()));
+        let child = in_child(How::Fork, &|pipe| pipe.send(&child_read()));
         rec.streams.push(stream(4096));
         rec.children.extend(child.into_iter().map(|v| (name, v)));
     }
@@ -195,7 +129,7 @@ mod unix {
     fn fork_from_a_thread_that_never_read(rec: &mut Record) {
         let name = "fork() from a thread that never read";
         let (child, after) = std::thread::spawn(move || {
-            let child = in_child(How::Fork, &|fd| send(fd, &child_read()));
+            let child = in_child(How::Fork, &|pipe| pipe.send(&child_read()));
             (child, stream(4096))
         })
         .join()
@@ -208,14 +142,14 @@ mod unix {
         let before = stream(4096);
         // The child reads, forks a grandchild that sends its first read, then reads again:
         // it sends [its first read, its later reads.., the grandchild's first read].
-        let values = in_child(how, &|fd| {
-            send(fd, &child_read());
-            let grand = in_child(How::Fork, &|gfd| send(gfd, &child_read()));
+        let values = in_child(how, &|pipe| {
+            pipe.send(&child_read());
+            let grand = in_child(How::Fork, &|pipe| pipe.send(&child_read()));
             for _ in 0..8 {
-                send(fd, &child_read());
+                pipe.send(&child_read());
             }
             for v in &grand {
-                send(fd, v);
+                pipe.send(v);
             }
         });
         let after = stream(4096);
@@ -274,7 +208,7 @@ mod unix {
                     let _ = i;
                     How::Fork
                 };
-                children.extend(in_child(how, &|fd| send(fd, &child_read())));
+                children.extend(in_child(how, &|pipe| pipe.send(&child_read())));
                 own.extend(stream(2048));
             }
             (own, children)

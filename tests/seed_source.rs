@@ -31,8 +31,10 @@ fn main() {
 #[cfg(target_os = "linux")]
 mod linux {
     use fkrng::FkeRng;
+    use fkrng_test_support::child::{self, How};
     use rand_core::{Rng, SeedableRng};
     use std::ffi::CString;
+    use std::io::Write;
 
     /// Exit statuses of a scenario's child.
     const PASSED: i32 = 0;
@@ -254,28 +256,16 @@ mod linux {
         }
     }
 
-    /// Runs `scenario` in a forked child and returns its exit status.
+    /// Runs `scenario` in a forked child and returns its exit status. This process is
+    /// single-threaded when it forks (no test harness, and scenarios join their threads), so
+    /// the child may run ordinary code.
     fn run_in_child(scenario: fn() -> i32) -> i32 {
-        use std::io::Write;
-        std::io::stdout().flush().unwrap();
-        // SAFETY: this process is single-threaded when it forks (no test harness, and
-        // scenarios join their threads), so the child may run ordinary code.
-        let pid = unsafe { libc::fork() };
-        assert!(pid >= 0, "fork failed");
-        if pid == 0 {
+        let child = child::run(How::Fork, |_| {
             let status = scenario();
             std::io::stdout().flush().unwrap();
-            // SAFETY: ends the child without running the parent's exit handlers.
-            unsafe { libc::_exit(status) };
-        }
-        let mut status = 0;
-        // SAFETY: reaps the child made above.
-        assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
-        if libc::WIFEXITED(status) {
-            libc::WEXITSTATUS(status)
-        } else {
-            128 + libc::WTERMSIG(status)
-        }
+            status
+        });
+        child.status.code()
     }
 
     pub(super) fn main() {

@@ -37,6 +37,7 @@ fn main() {
 
 #[cfg(target_os = "linux")]
 mod linux {
+    use fkrng_test_support::signals::{self, AlarmTimer};
     use std::collections::HashSet;
     use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 
@@ -78,20 +79,6 @@ mod linux {
         }
         // SAFETY: as above.
         unsafe { *libc::__errno_location() = errno };
-    }
-
-    fn set_timer(interval_us: libc::suseconds_t) {
-        let tv = libc::timeval {
-            tv_sec: 0,
-            tv_usec: interval_us,
-        };
-        let timer = libc::itimerval {
-            it_interval: tv,
-            it_value: tv,
-        };
-        // SAFETY: `timer` is a valid itimerval; the old value is not wanted.
-        let r = unsafe { libc::setitimer(libc::ITIMER_REAL, &timer, std::ptr::null_mut()) };
-        assert_eq!(r, 0, "setitimer");
     }
 
     /// The streaming checks of the main thread's output against the handler values.
@@ -224,23 +211,14 @@ mod linux {
         fkrng::fill(&mut first);
         check.main_read(&first);
 
-        // SAFETY: installs a handler that only reads the generator and touches atomics.
-        unsafe {
-            let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction = on_alarm as extern "C" fn(libc::c_int) as usize;
-            action.sa_flags = libc::SA_RESTART;
-            libc::sigemptyset(&mut action.sa_mask);
-            assert_eq!(
-                libc::sigaction(libc::SIGALRM, &action, std::ptr::null_mut()),
-                0
-            );
-        }
+        // SAFETY: the handler only reads the generator and touches atomics.
+        unsafe { signals::on_signal(libc::SIGALRM, on_alarm, libc::SA_RESTART) };
         let interrupted_before = fkrng::probe::one_off_reads_interrupted();
         eprintln!(
             "signal re-entrancy: SIGALRM every {INTERVAL_US} µs until {MIN_CALLS} handler \
              reads, {MIN_INTERRUPTED} of them interrupting a read"
         );
-        set_timer(INTERVAL_US);
+        let timer = AlarmTimer::start(INTERVAL_US);
 
         // Read sizes: served from the buffer, crossing a refill, and direct fills.
         let sizes = [16usize, 16, 48, 16, 200, 16, 1000, 16, 4096];
@@ -271,9 +249,9 @@ mod linux {
                 "gave up after {iterations} reads: {calls} handler calls, {interrupted} interrupted"
             );
         }
-        set_timer(0);
-        // SAFETY: restores the default action for SIGALRM (no timer is armed any more).
-        unsafe { libc::signal(libc::SIGALRM, libc::SIG_DFL) };
+        drop(timer);
+        // No timer is armed any more.
+        signals::default_action(libc::SIGALRM);
         check.take_handler_values();
 
         let calls = CALLS.load(Relaxed);

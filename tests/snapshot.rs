@@ -42,6 +42,7 @@ fn main() {
 mod hooked {
     use fkrng::SnapshotProtection;
     use fkrng::probe::{os_reads, snapshot_reseeds};
+    use fkrng_test_support::child::{self, How, Status};
     use std::path::{Path, PathBuf};
     use std::sync::atomic::{AtomicU32, AtomicU64, Ordering, fence};
     use std::sync::{Arc, Barrier};
@@ -129,14 +130,12 @@ mod hooked {
     /// (after `prepare`), reads, and reports `snapshot_protection()`. A panic or a hang in
     /// the read fails the test (exit status, or the CI time limit).
     fn protection_in_child(path: &Path, prepare: fn()) -> Option<SnapshotProtection> {
-        // SAFETY: this process is single-threaded here; the child only sets an environment
-        // variable, reads the generator and `_exit`s.
-        let pid = unsafe { libc::fork() };
-        assert!(pid >= 0, "fork");
-        if pid == 0 {
+        // The process is single-threaded here; the child only sets an environment variable,
+        // reads the generator and `_exit`s.
+        let child = child::run(How::Fork, |_| {
             prepare();
             use_stand_in(path);
-            let code = match std::panic::catch_unwind(|| {
+            match std::panic::catch_unwind(|| {
                 let mut b = [0u8; 16];
                 fkrng::fill(&mut b);
                 fkrng::snapshot_protection()
@@ -145,19 +144,14 @@ mod hooked {
                 Ok(Some(SnapshotProtection::ManualOnly)) => 11,
                 Ok(None) => 12,
                 Err(_) => 13,
-            };
-            // SAFETY: ends the child without running the parent's cleanup.
-            unsafe { libc::_exit(code) };
-        }
-        let mut status = 0;
-        // SAFETY: reaps the child.
-        assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
-        assert!(libc::WIFEXITED(status), "child died: {status:#x}");
-        match libc::WEXITSTATUS(status) {
-            10 => Some(SnapshotProtection::VmGenerationCounter),
-            11 => Some(SnapshotProtection::ManualOnly),
-            12 => None,
-            code => panic!("the child's read failed (exit status {code})"),
+            }
+        });
+        match child.status {
+            Status::Exited(10) => Some(SnapshotProtection::VmGenerationCounter),
+            Status::Exited(11) => Some(SnapshotProtection::ManualOnly),
+            Status::Exited(12) => None,
+            Status::Exited(code) => panic!("the child's read failed (exit status {code})"),
+            Status::Signalled(signal) => panic!("child died: signal {signal}"),
         }
     }
 

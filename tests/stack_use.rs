@@ -35,6 +35,8 @@ fn main() {
 
 #[cfg(target_os = "linux")]
 mod linux {
+    use fkrng_test_support::signals;
+    use fkrng_test_support::stack::PaintedStack;
     use std::cell::Cell;
     use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
@@ -56,12 +58,6 @@ mod linux {
         8 << 10
     };
 
-    /// The guard page below each stack.
-    const GUARD: usize = 4096;
-
-    /// The paint.
-    const PAINT: u8 = 0xa7;
-
     #[derive(Clone, Copy, PartialEq, Eq, Debug)]
     enum Kind {
         Nothing,
@@ -77,57 +73,6 @@ mod linux {
         Kind::DirectFill,
         Kind::OneOff,
     ];
-
-    /// A painted stack of `size` bytes above a guard page.
-    struct PaintedStack {
-        base: *mut libc::c_void,
-        size: usize,
-    }
-
-    impl PaintedStack {
-        fn new(size: usize) -> Self {
-            // SAFETY: a fresh private anonymous mapping; its lowest page is made
-            // inaccessible and the rest painted, all within the mapping.
-            unsafe {
-                let base = libc::mmap(
-                    std::ptr::null_mut(),
-                    GUARD + size,
-                    libc::PROT_READ | libc::PROT_WRITE,
-                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
-                    -1,
-                    0,
-                );
-                assert_ne!(base, libc::MAP_FAILED, "mmap");
-                assert_eq!(libc::mprotect(base, GUARD, libc::PROT_NONE), 0);
-                base.cast::<u8>().add(GUARD).write_bytes(PAINT, size);
-                PaintedStack { base, size }
-            }
-        }
-
-        fn stack(&self) -> *mut libc::c_void {
-            // SAFETY: within the mapping.
-            unsafe { self.base.cast::<u8>().add(GUARD).cast() }
-        }
-
-        /// Bytes written since painting: the stack's size minus the paint left untouched
-        /// at its bottom.
-        fn used(&self) -> usize {
-            let bottom = self.stack().cast::<u8>();
-            let untouched = (0..self.size)
-                // SAFETY: within the painted part of the mapping, no longer in use.
-                .take_while(|&i| unsafe { bottom.add(i).read_volatile() } == PAINT)
-                .count();
-            assert!(untouched > 0, "the whole stack was used");
-            self.size - untouched
-        }
-    }
-
-    impl Drop for PaintedStack {
-        fn drop(&mut self) {
-            // SAFETY: the mapping made in `new`, no longer in use.
-            unsafe { libc::munmap(self.base, GUARD + self.size) };
-        }
-    }
 
     /// Reads made by the thread-local destructor (the one-off path).
     static AT_EXIT_READS: AtomicUsize = AtomicUsize::new(0);
@@ -240,7 +185,7 @@ mod linux {
             assert_eq!(libc::pthread_attr_init(&mut attr), 0);
             if let Some(stack) = stack {
                 assert_eq!(
-                    libc::pthread_attr_setstack(&mut attr, stack.stack(), stack.size),
+                    libc::pthread_attr_setstack(&mut attr, stack.stack(), stack.size()),
                     0
                 );
             }
@@ -309,16 +254,7 @@ mod linux {
     /// (x86-64 Linux), or for 200 000 batches; returns those wipes too.
     fn under_signals() -> (usize, u64) {
         // SAFETY: a handler that only counts, on the interrupted stack.
-        unsafe {
-            let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction = count_signal as extern "C" fn(libc::c_int) as usize;
-            action.sa_flags = libc::SA_RESTART;
-            libc::sigemptyset(&mut action.sa_mask);
-            assert_eq!(
-                libc::sigaction(libc::SIGUSR2, &action, std::ptr::null_mut()),
-                0
-            );
-        }
+        unsafe { signals::on_signal(libc::SIGUSR2, count_signal, libc::SA_RESTART) };
         let wiped = fkrng::probe::signal_frames_wiped();
         let stack = PaintedStack::new(THREAD_STACK);
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -363,17 +299,9 @@ mod linux {
     }
 
     pub fn main() {
-        // SAFETY: installs a handler for SIGUSR1 that runs on the alternate stack.
-        unsafe {
-            let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
-            action.sa_flags = libc::SA_ONSTACK;
-            libc::sigemptyset(&mut action.sa_mask);
-            assert_eq!(
-                libc::sigaction(libc::SIGUSR1, &action, std::ptr::null_mut()),
-                0
-            );
-        }
+        // SAFETY: the handler runs on the alternate stack and only reads the generator (as
+        // the test's subject) and touches atomics.
+        unsafe { signals::on_signal(libc::SIGUSR1, on_signal, libc::SA_ONSTACK) };
         let profile = if cfg!(debug_assertions) {
             "debug assertions on (opt-level 0 by default)"
         } else {
