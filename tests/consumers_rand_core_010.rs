@@ -256,16 +256,7 @@ mod rand_010 {
     #[test]
     fn random_range_stays_in_range_and_hits_every_value() {
         let mut rng = fkrng::rng();
-        let mut counts = [0u32; 6];
-        for _ in 0..6_000 {
-            let roll: usize = rng.random_range(1..=6);
-            counts[roll - 1] += 1;
-        }
-        // Each face has probability 1/6; below 700 or above 1300 of 6000 is > 9 sigma.
-        assert!(
-            counts.iter().all(|&c| (700..1300).contains(&c)),
-            "{counts:?}"
-        );
+        fkrng_test_support::sampling::assert_fair_die(|| rng.random_range(1..=6));
     }
 
     #[test]

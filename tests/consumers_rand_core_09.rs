@@ -10,16 +10,7 @@ use rand_09::{CryptoRng, Rng, RngCore, SeedableRng, TryRngCore};
 #[test]
 fn random_range_stays_in_range_and_hits_every_value() {
     let mut rng = fkrng::rng();
-    let mut counts = [0u32; 6];
-    for _ in 0..6_000 {
-        let roll: usize = rng.random_range(1..=6);
-        counts[roll - 1] += 1;
-    }
-    // Below 700 or above 1300 of 6000 is more than 9 standard deviations from 1000.
-    assert!(
-        counts.iter().all(|&c| (700..1300).contains(&c)),
-        "{counts:?}"
-    );
+    fkrng_test_support::sampling::assert_fair_die(|| rng.random_range(1..=6));
 }
 
 #[test]

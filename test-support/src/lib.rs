@@ -7,6 +7,7 @@
 //! - [`model`]: the reference model of the fast-key-erasure generator.
 //! - [`chacha`]: the ChaCha20 block function the model and the residue test compute with.
 //! - [`kat`]: the known-answer vectors of `tests/data/fke-kat.txt`, parsed.
+//! - [`sampling`]: checks of sampled values shared by the consumer tests.
 //! - [`child`]: run a closure in a `fork()`ed or raw-`clone`d child, get its bytes back.
 //! - [`signals`]: signal handlers and periodic timer signals.
 //! - [`stack`]: painted thread and signal stacks that measure how deep code reached.
@@ -14,6 +15,7 @@
 pub mod chacha;
 pub mod kat;
 pub mod model;
+pub mod sampling;
 
 #[cfg(unix)]
 pub mod child;
