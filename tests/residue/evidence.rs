@@ -4,14 +4,9 @@
 
 use crate::scanner::{Mapping, SCAN_CHUNK, WINDOW, scan_writable_memory, scrub_scan_frames};
 use fkrng_test_support::chacha;
+pub(crate) use fkrng_test_support::chacha::{BLOCK_LEN, KEY_LEN};
 use std::hash::BuildHasher;
 use std::ops::Range;
-
-/// Size of a ChaCha20 key, in bytes.
-pub(crate) const KEY_LEN: usize = 32;
-
-/// Size of a ChaCha20 block, in bytes.
-pub(crate) const BLOCK_LEN: usize = 64;
 
 /// Bytes served from one refill: 1024 bytes of keystream minus the 32-byte next key.
 pub(crate) const BUFFER_LEN: usize = 992;
