@@ -11,9 +11,13 @@
 #   --full: every test.
 #
 # Notes on valgrind (3.19 on Debian 12):
-# - it reports its own CPUID, without AVX-512; the chacha20 crate detects AVX2 or SSE2 at
-#   run time (its AVX-512 backend is opt-in at build time), so the AVX2 keystream code is
-#   what runs under memcheck, as on most machines natively;
+# - the binaries it runs are debug builds (test harnesses and the tool), which take the
+#   one-block plain-Rust keystream code (`target/debug/fkrng --version` prints
+#   `keystream: small-stack`); the keystream unit tests also call fkrng's AVX2 kernel and
+#   the chacha20 crate directly. Valgrind reports its own CPUID, with AVX2 but without
+#   AVX-512, so the AVX-512 kernel tests say "not available" and the crate takes its AVX2
+#   backend. The optimised kernel paths run natively (the release residue run and
+#   scripts/platforms.sh);
 # - `madvise(MADV_WIPEONFORK)` and `MADV_DONTDUMP` pass through to the kernel, so the
 #   wipe-on-fork tests and the fork in the example run as they do natively.
 # - "possibly lost" and "still reachable" blocks are the test harness's and std's
