@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The full benchmark run behind docs/BENCHMARKS.md, the plot docs/img/throughput.png and
-# README's headline numbers (about 6 minutes of measurement on 2 cores, plus two release
+# README's headline numbers (docs/BENCHMARKS.md says how long a run takes; plus two release
 # builds). Run it on a quiet machine: every table compares peers measured in the same run.
 #
 #   1. The default build (no --cfg chacha20_avx512): all groups of benches/compare.rs. The

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Counts the getrandom system calls of 1,000,000 steady-state reads of 16 bytes
-# (examples/small_reads.rs, about 15.3 MiB) under strace, and the heap allocations the reads
+# (benches/harness/small_reads.rs, about 15.3 MiB) under strace, and the heap allocations the reads
 # make, and fails unless:
 #   - the 36-byte seed reads (32-byte key plus a 4-byte budget draw) number 8 to 16: the
 #     thread's first seeding plus one reseed per 1 to 2 MiB of keystream (16,129 refills of

@@ -34,7 +34,7 @@ fi
 
 # build: the CLI and the probe example, release profile.
 build() {
-    echo "== building the CLI and the first_bytes example (release)"
+    echo "== building the CLI and the first_bytes harness (release)"
     cargo build --release -p fkrng -p fkrng-cli --bin fkrng --example first_bytes || exit 1
 }
 

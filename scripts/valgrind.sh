@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the test suite, an example that exercises every entry point from many threads and a
-# fork child (examples/memcheck.rs), and the `fkrng` tool under valgrind memcheck. Any
+# fork child (benches/harness/memcheck.rs), and the `fkrng` tool under valgrind memcheck. Any
 # memcheck error (invalid read or write, use of uninitialised memory, invalid free, a
 # definitely lost block) fails the run: `--error-exitcode=1`.
 #
@@ -84,7 +84,7 @@ for t in "${tests[@]}"; do
     fork-*)
         # Makes children with raw clone(2) system calls, whose flags valgrind does not
         # support (the child exits with status 1 before the test's code runs); runs
-        # natively in `cargo test`. examples/memcheck.rs covers a fork under valgrind.
+        # natively in `cargo test`. benches/harness/memcheck.rs covers a fork under valgrind.
         echo "== valgrind $(basename "$t"): skipped (raw clone under valgrind)"
         continue
         ;;
@@ -123,7 +123,7 @@ for t in "${tests[@]}"; do
     "${VG[@]}" "$t" -q --test-threads=1 "${skip[@]}" 2>&1 | grep -vE '^$|^running [0-9]+ tests?$|^\.+$'
 done
 
-echo "== valgrind examples/memcheck"
+echo "== valgrind the memcheck harness (benches/harness/memcheck.rs)"
 "${VG[@]}" target/debug/examples/memcheck
 
 echo "== valgrind fkrng (hex, base64, raw, closed pipe, bad arguments)"
