@@ -8,7 +8,7 @@
 #   - all other getrandom calls (the Rust runtime's, the getrandom crate's probe) number at
 #     most 2;
 #   - the reads after the first make no heap allocation.
-# Usage: scripts/count-syscalls.sh [READS]   (Linux only; installs strace if missing)
+# Usage: scripts/count-syscalls.sh [READS]   (Linux only; needs strace)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,13 +18,8 @@ if [[ "$(uname -s)" != Linux ]]; then
     exit 0
 fi
 if ! command -v strace >/dev/null; then
-    echo "count-syscalls: installing strace"
-    if [[ $(id -u) -eq 0 ]]; then
-        apt-get install -y -qq strace >/dev/null || { apt-get update -qq && apt-get install -y -qq strace >/dev/null; }
-    else
-        echo "count-syscalls: strace is missing and this is not root" >&2
-        exit 1
-    fi
+    echo "count-syscalls: strace is missing (Debian: apt-get install strace)" >&2
+    exit 1
 fi
 
 cargo build --release --quiet --example small_reads
