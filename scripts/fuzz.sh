@@ -12,8 +12,7 @@
 # checked against the chacha20 crate by the unit tests, the known-answer tests and the
 # pinned runs of scripts/platforms.sh). The `unsafe` code the targets do reach is the stack
 # scrub after every keystream computation (src/keystream/scrub.rs: writes below the stack
-# pointer, `asm!` that clears registers), the generator's whole-state wipe and its
-# `inspect` hook. The long runs use `-s none` on stable, for several times more executions
+# pointer, `asm!` that clears registers) and the generator's whole-state wipe. The long runs use `-s none` on stable, for several times more executions
 # per hour: Rust's bounds and overflow checks turn memory and arithmetic errors of safe code
 # into panics, which libFuzzer reports as crashes. The short mode adds AddressSanitizer,
 # which also checks the accesses of that unsafe code.
