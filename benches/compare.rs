@@ -22,7 +22,8 @@
 //!
 //! Group names start with the build: `avx512.` when built with `--cfg chacha20_avx512` (the
 //! project's `.cargo/config.toml`), `default.` without it. `scripts/bench.sh` runs both
-//! builds and `scripts/bench-report.py` turns the results into `docs/BENCHMARKS.md`.
+//! builds and `scripts/bench-report.py` renders the results into the tables of
+//! `docs/BENCHMARKS.md` (its marked regions).
 
 use criterion::{
     BenchmarkId, Criterion, SamplingMode, Throughput, criterion_group, criterion_main,

@@ -1,6 +1,13 @@
 #!/usr/bin/env python3
-"""Turns criterion's results of benches/compare.rs into docs/BENCHMARKS.md, the throughput
-plot docs/img/throughput.png and the headline block of README.md.
+"""Renders criterion's results of benches/compare.rs into the marked regions of
+docs/BENCHMARKS.md, the throughput plot docs/img/throughput.png and the headline block of
+README.md.
+
+The document holds the prose; this script writes only between `<!-- begin: NAME -->` and
+`<!-- end: NAME -->` lines (the region names are those of `regions()` below) and leaves
+everything else as it is. A region the document names but this script does not know is an
+error; a region without results in this run says so. The pass thresholds are read from
+docs/bench-targets.toml, which the "targets" region renders.
 
 Reads every `new/benchmark.json` + `new/estimates.json` under the criterion directory
 (default: target/criterion, or $CRITERION_HOME). Times are criterion's median time per
@@ -8,8 +15,10 @@ iteration; throughput is bytes per iteration divided by that time. Machine facts
 from this machine; `run-info.txt` in the criterion directory (written by scripts/bench.sh)
 adds the date, load averages and the syscall count.
 
-Usage: scripts/bench-report.py [--criterion DIR] [--out FILE] [--plot FILE]
-                               [--readme FILE | --no-readme]
+Usage: scripts/bench-report.py [--criterion DIR] [--doc FILE] [--out FILE] [--targets FILE]
+                               [--plot FILE] [--readme FILE | --no-readme]
+  --doc   the document whose regions are filled (default docs/BENCHMARKS.md)
+  --out   where the filled document goes (default: --doc itself)
 The plot needs matplotlib; without it the tables are still written and a note is printed.
 """
 
@@ -20,6 +29,7 @@ import platform
 import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,8 +47,7 @@ BUILDS = {
     "default": "default build",
     "avx512": "built with `--cfg chacha20_avx512`",
 }
-KEPT_START = "<!-- kept by bench-report.py: start -->"
-KEPT_END = "<!-- kept by bench-report.py: end -->"
+REGION = re.compile(r"^<!-- begin: ([a-z0-9-]+) -->\n(.*?)^<!-- end: \1 -->$", re.M | re.S)
 README_START = "<!-- bench-report:start -->"
 README_END = "<!-- bench-report:end -->"
 
@@ -164,6 +173,9 @@ class Report:
     def get(self, build, question, function, param):
         return self.r.get((build, question, function, str(param)))
 
+    def has(self, build, question):
+        return any(k[0] == build and k[1] == question for k in self.r)
+
     def params(self, build, question):
         ps = {k[3] for k in self.r if k[0] == build and k[1] == question}
         return sorted(ps, key=lambda p: (not p.isdigit(), int(p) if p.isdigit() else p))
@@ -178,30 +190,56 @@ class Report:
             return None
         return ra["ns"] / rb["ns"]
 
+    # ---- targets (docs/bench-targets.toml) ------------------------------------------
+    def check_targets(self, targets):
+        """Fills `self.checks` with (target, measured, required, met) rows."""
+        for t in targets:
+            build, group = t["build"], t["group"]
+            params = t.get("params")
+            if params == "all":
+                params = self.params(build, group)
+            for p in params if params is not None else [None]:
+                subj = [x.replace("{p}", p) if p is not None else x for x in t["subject"]]
+                peer = [x.replace("{p}", p) if p is not None else x for x in t["peer"]]
+                a, b = self.get(build, group, *subj), self.get(build, group, *peer)
+                if a is None and t.get("optional"):
+                    continue
+                if t["measure"] == "time":
+                    value = None if a is None or b is None else a["ns"] / b["ns"]
+                    kind, bound, what = "<=", t["at_most"], "time"
+                else:
+                    ra, rb = rate(a), rate(b)
+                    value = None if ra is None or rb is None else ra / rb
+                    kind, bound, what = ">=", t["at_least"], "throughput"
+                name = f"{build}, {group}: {label(subj, group)} {what} ÷ {label(peer, group)}"
+                if t.get("stretch"):
+                    name = "stretch: " + name
+                self.check(name, value, bound, kind)
+
     def check(self, what, value, bound, kind):
-        """kind: '<=' (time ratio at most) or '>=' (throughput ratio at least)."""
+        """kind: '<=' (ratio at most) or '>=' (ratio at least)."""
         if value is None:
             self.checks.append((what, "not measured", f"{kind} {bound:g}", "–"))
             return
         ok = value <= bound if kind == "<=" else value >= bound
         self.checks.append((what, f"{value:.3g}", f"{kind} {bound:g}", "yes" if ok else "**no**"))
 
-    def fill_section(self, build):
+    # ---- regions: tables only; the prose around them is in the document ---------------
+    def fill(self, build):
         q = "fill"
         sizes = self.params(build, q)
         if not sizes:
-            return ""
+            return None
         peers = self.functions(build, q)
-        out = [f"### Fill, {BUILDS.get(build, build)}\n"]
-        out.append("Median time per call:\n")
+        out = ["Median time per call:", ""]
         rows = [[fmt_size(n)] + [fmt_time((self.get(build, q, p, n) or {}).get("ns")) for p in peers]
                 for n in sizes]
         out.append(table(["request"] + peers, rows))
-        out.append("\nThroughput:\n")
+        out += ["", "Throughput:", ""]
         rows = [[fmt_size(n)] + [fmt_rate(rate(self.get(build, q, p, n))) for p in peers] for n in sizes]
         out.append(table(["request"] + peers, rows))
         others = [p for p in peers if p != "fkrng"]
-        out.append("\nfkrng's time as a multiple of each peer's (below 1: fkrng is faster):\n")
+        out += ["", "fkrng's time as a multiple of each peer's (below 1: fkrng is faster):", ""]
         rows = []
         for n in sizes:
             row = [fmt_size(n)]
@@ -210,15 +248,14 @@ class Report:
                 row.append("–" if x is None else f"{x:.3g}×")
             rows.append(row)
         out.append(table(["request"] + others, rows))
-        return "\n".join(out) + "\n"
+        return "\n".join(out)
 
-    def small_section(self, build, question, title):
+    def small(self, build, question):
         keys = [k for k in self.r if k[0] == build and k[1] == question]
         if not keys:
-            return ""
+            return None
         ops = sorted({k[3] for k in keys}, key=lambda s: (len(s), s))
         peers = self.functions(build, question)
-        out = [f"### {title}, {BUILDS.get(build, build)}\n"]
         rows = []
         for op in ops:
             row = [f"`{op}`"] + [fmt_time((self.get(build, question, p, op) or {}).get("ns")) for p in peers]
@@ -227,20 +264,15 @@ class Report:
                 x = self.ratio(build, question, "fkrng::rng()", "rand::rng()", op)
             row.append("–" if x is None else f"{x:.3g}×")
             rows.append(row)
-        out.append(table(["call"] + peers + ["fkrng ÷ rand::rng()"], rows))
-        return "\n".join(out) + "\n"
+        return table(["call"] + peers + ["fkrng ÷ rand::rng()"], rows)
 
-    def threads_section(self, build):
+    def threads(self, build):
         q = "threads"
         ks = self.params(build, q)
         if not ks:
-            return ""
-        gens = self.functions(build, q)
-        out = [f"### Threads, {BUILDS.get(build, build)}\n",
-               "Aggregate throughput of 16-byte fills, every thread reading at once (this machine "
-               "has the number of logical CPUs given above; more threads than CPUs share them):\n"]
+            return None
         rows = []
-        for g in gens:
+        for g in self.functions(build, q):
             one = rate(self.get(build, q, g, "1"))
             for k in ks:
                 r = rate(self.get(build, q, g, k))
@@ -249,19 +281,13 @@ class Report:
                 rows.append([g, k, fmt_rate(r), scale,
                              fmt_time(per_read["ns"] / (per_read["bytes"] / 16))
                              if per_read and per_read.get("bytes") else "–"])
-        out.append(table(["generator", "threads", "aggregate", "vs 1 thread", "wall time per 16-byte read (all threads)"], rows))
-        return "\n".join(out) + "\n"
+        return table(["generator", "threads", "aggregate", "vs 1 thread",
+                      "wall time per 16-byte read (all threads)"], rows)
 
-    def first_read_section(self, build):
+    def first_read(self, build):
         q = "first_read"
-        keys = [k for k in self.r if k[0] == build and k[1] == q]
-        if not keys:
-            return ""
-        out = [f"### First read in a new thread, {BUILDS.get(build, build)}\n",
-               "The first 16-byte read in a newly spawned thread, timed inside the thread "
-               "around the read alone (creating and joining the thread are not counted), "
-               "against a 16-byte read once the thread's generator is set up (the `fill` "
-               "group):\n"]
+        if not self.has(build, q):
+            return None
         rows = []
         for g in ["fkrng", "fkrng (new mapping)", "rand::rng()"]:
             r = self.get(build, q, g, "")
@@ -269,26 +295,18 @@ class Report:
                 continue
             warm = self.get(build, "fill", g.split(" ")[0], "16")
             rows.append([g, fmt_time(r["ns"]), fmt_time(warm["ns"]) if warm else "–"])
-        out.append(table(["generator", "first read in a new thread", "later 16-byte read"],
-                         rows))
-        return "\n".join(out) + "\n"
+        return table(["generator", "first read in a new thread", "later 16-byte read"], rows)
 
-    def cost_model(self, build):
+    def cost(self, build):
         """Small-read cost: a fixed part (the 1-byte time) plus the keystream share."""
         one = self.get(build, "fill", "fkrng", "1")
         bulk = self.get(build, "fill", "fkrng", "65536")
         if one is None or bulk is None:
-            return ""
+            return None
         ns_per_byte = bulk["ns"] / 65536
-        out = [f"### Where the time of a small read goes, {BUILDS.get(build, build)}\n",
-               "A read served from the buffer costs a fixed part (thread-local lookup, busy "
-               "flag, epoch check, copy and zeroing: about the 1-byte time, "
-               f"{fmt_time(one['ns'])}) plus its share of the 1024-byte refill that produced "
-               f"it: n × 1024/992 × {ns_per_byte:.3f} ns (the keystream cost per byte, from "
-               "the 64 KiB row). The keystream share is the floor under fkrng's ratios from "
-               "about 32 bytes on: ChaCha20 at this rate costs "
-               f"{fmt_time(64 * 1024 / 992 * ns_per_byte)} for 64 bytes however little the "
-               "rest of the read costs, and only a faster keystream lowers it.\n"]
+        out = [f"Fixed part (the 1-byte time): {fmt_time(one['ns'])}; keystream cost per byte "
+               f"(the 64 KiB row): {ns_per_byte:.3f} ns; keystream share of a 64-byte read: "
+               f"{fmt_time(64 * 1024 / 992 * ns_per_byte)}.", ""]
         rows = []
         for n in ["4", "8", "16", "32", "64", "256"]:
             r = self.get(build, "fill", "fkrng", n)
@@ -297,65 +315,67 @@ class Report:
             model = one["ns"] + int(n) * 1024 / 992 * ns_per_byte
             rows.append([fmt_size(n), fmt_time(r["ns"]), fmt_time(model)])
         out.append(table(["request", "measured", "model"], rows))
-        return "\n".join(out) + "\n"
+        return "\n".join(out)
 
-    def pair(self, build, question, a, b):
-        """Time of function/param `a` over `b` (each "function/param") in one group."""
-        ra = self.get(build, question, *a.split("/", 1))
-        rb = self.get(build, question, *b.split("/", 1))
-        return None if ra is None or rb is None else ra["ns"] / rb["ns"]
+    def targets_table(self):
+        return table(["target", "measured", "required", "met"], self.checks)
 
-    def targets(self):
-        d = "default"
-        for a, b in (("fkrng/u32", "rand::rng()/u32"), ("fkrng::rng()/next_u32", "rand::rng()/u32"),
-                     ("fkrng/u64", "rand::rng()/u64"), ("fkrng::rng()/next_u64", "rand::rng()/u64")):
-            x = self.pair(d, "int", a, b)
-            self.check(f"default, int: {a} time ÷ {b}", x, 1.2, "<=")
-            self.check(f"stretch: default, int: {a} time ÷ {b}", x, 1.0, "<=")
-        for op in ("random_range", "shuffle 1000"):
-            self.check(f"default, sample: fkrng::rng() {op} time ÷ rand::rng()'s",
-                       self.pair(d, "sample", f"fkrng::rng()/{op}", f"rand::rng()/{op}"), 1.2, "<=")
-        self.check("default, fill 1 B: time ÷ rand::rng()",
-                   self.ratio(d, "fill", "fkrng", "rand::rng()", "1"), 1.0, "<=")
-        for g in ("fkrng", "fkrng (new mapping)"):
-            r, rr = self.get(d, "first_read", g, ""), self.get(d, "first_read", "rand::rng()", "")
-            self.check(f"default, first 16-byte read in a new thread, {g}: time ÷ rand::rng()",
-                       None if r is None or rr is None else r["ns"] / rr["ns"], 1.0, "<=")
-        two = rate(self.get(d, "threads", "fkrng", "2"))
-        for k in ("64", "512"):
-            r = rate(self.get(d, "threads", "fkrng", k))
-            self.check(f"default, threads: {k}-thread aggregate ÷ 2-thread",
-                       None if r is None or two is None else r / two, 0.9, ">=")
-        for k in self.params(d, "threads"):
-            a, b = rate(self.get(d, "threads", "fkrng", k)), rate(self.get(d, "threads", "rand::rng()", k))
-            self.check(f"default, threads: {k}-thread aggregate ÷ rand::rng()'s",
-                       None if a is None or b is None else a / b, 1.0, ">=")
-        small = ["4", "8", "16", "32", "64"]
-        for n in small:
-            self.check(f"default, fill {n} B: time ÷ rand::rng()",
-                       self.ratio(d, "fill", "fkrng", "rand::rng()", n), 1.5, "<=")
-        for n in small:
-            self.check(f"default, fill {n} B: time ÷ getrandom syscall",
-                       self.ratio(d, "fill", "fkrng", "getrandom syscall", n), 0.05, "<=")
-        for n in small:
-            self.check(f"default, fill {n} B: time ÷ vDSO getrandom",
-                       self.ratio(d, "fill", "fkrng", "vDSO getrandom", n), 0.5 if n == "4" else 0.25, "<=")
-        for n in self.params(d, "fill"):
-            self.check(f"stretch: default, fill {fmt_size(n)}: time ÷ rand::rng()",
-                       self.ratio(d, "fill", "fkrng", "rand::rng()", n), 1.0, "<=")
-        for n in ["65536", str(1 << 20)]:
-            for peer, bound in (("ChaCha20Rng", 0.9), ("vDSO getrandom", 2.5)):
-                x = self.ratio(d, "fill", peer, "fkrng", n)
-                self.check(f"default, fill {fmt_size(n)}: throughput ÷ {peer}", x, bound, ">=")
-        for n in ["65536", str(1 << 20)]:
-            for peer, bound in (("rand::rng()", 1.0), ("vDSO getrandom", 4.0)):
-                x = self.ratio("avx512", "fill", peer, "fkrng", n)
-                self.check(f"avx512 cfg, fill {fmt_size(n)}: throughput ÷ {peer}", x, bound, ">=")
-        for b in BUILDS:
-            one, two = rate(self.get(b, "threads", "fkrng", "1")), rate(self.get(b, "threads", "fkrng", "2"))
-            if one is not None or b == "default":
-                self.check(f"{b}, threads: 2-thread aggregate ÷ 1-thread",
-                           None if one is None or two is None else two / one, 1.8, ">=")
+
+def label(measurement, group):
+    """How the target table names a measurement: `function`, `function (SIZE)`,
+    `function (N threads)` or `function/parameter`."""
+    function, param = measurement
+    if not param:
+        return function
+    if group == "fill" and param.isdigit():
+        return f"{function} ({fmt_size(param)})"
+    if group == "threads":
+        return f"{function} ({param} thread{'' if param == '1' else 's'})"
+    return f"{function}/{param}"
+
+
+def regions(rep, info):
+    """{region name: function returning its markdown, or None when not measured}."""
+    facts = machine()
+    names = {"date": "Date (UTC)", "load_before": "Load average before",
+             "load_after_default": "Load average after the default build's run",
+             "load_after_avx512": "Load average after the avx512 run",
+             "nice": "Scheduling priority (nice) of the run", "commit": "Commit"}
+    for key, name in names.items():
+        if key in info:
+            facts[name] = info[key]
+    out = {
+        "machine": lambda: table(["", ""], [[k, v] for k, v in facts.items()]),
+        "targets": rep.targets_table,
+        "steady-state": lambda: (f"Steady state (`scripts/count-syscalls.sh`): {info['syscalls']}"
+                                 if "syscalls" in info else None),
+    }
+    for build in BUILDS:
+        out[f"fill-{build}"] = lambda b=build: rep.fill(b)
+        out[f"int-{build}"] = lambda b=build: rep.small(b, "int")
+        out[f"sample-{build}"] = lambda b=build: rep.small(b, "sample")
+        out[f"array-{build}"] = lambda b=build: rep.small(b, "array")
+        out[f"cost-{build}"] = lambda b=build: rep.cost(b)
+        out[f"threads-{build}"] = lambda b=build: rep.threads(b)
+        out[f"first-read-{build}"] = lambda b=build: rep.first_read(b)
+    return out
+
+
+def fill_regions(doc, rendered):
+    """`doc` with every marked region replaced by its rendering; exits on an unknown one."""
+    seen = set()
+
+    def one(m):
+        name = m.group(1)
+        if name not in rendered:
+            sys.exit(f"bench-report: the document has a region this script does not know: {name}")
+        seen.add(name)
+        body = rendered[name]()
+        if body is None:
+            body = "_Not measured in this run._"
+        return f"<!-- begin: {name} -->\n{body.rstrip()}\n<!-- end: {name} -->"
+
+    return REGION.sub(one, doc), seen
 
 
 def plot(results, path):
@@ -427,17 +447,20 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--criterion", type=Path,
                     default=Path(os.environ.get("CRITERION_HOME", ROOT / "target" / "criterion")))
-    ap.add_argument("--out", type=Path, default=ROOT / "docs" / "BENCHMARKS.md")
+    ap.add_argument("--doc", type=Path, default=ROOT / "docs" / "BENCHMARKS.md")
+    ap.add_argument("--out", type=Path)
+    ap.add_argument("--targets", type=Path, default=ROOT / "docs" / "bench-targets.toml")
     ap.add_argument("--plot", type=Path, default=ROOT / "docs" / "img" / "throughput.png")
     ap.add_argument("--readme", type=Path, default=ROOT / "README.md")
     ap.add_argument("--no-readme", action="store_true")
     args = ap.parse_args()
+    out = args.out or args.doc
 
     results = load(args.criterion)
     if not results:
         sys.exit(f"bench-report: no results of benches/compare.rs under {args.criterion}")
     rep = Report(results)
-    rep.targets()
+    rep.check_targets(tomllib.loads(args.targets.read_text())["target"])
     info = run_info(args.criterion)
 
     plotted = plot(results, args.plot)
@@ -445,120 +468,17 @@ def main():
         print("bench-report: note: matplotlib not found, plot not drawn "
               "(apt-get install python3-matplotlib, or pip install matplotlib)", file=sys.stderr)
 
-    md = ["# Benchmarks", "",
-          "Generated by `scripts/bench-report.py` from the criterion results of "
-          "`benches/compare.rs`; regenerate everything with `scripts/bench.sh` (about 6 minutes). "
-          "Times are criterion's median per call; throughput is bytes per call over that time. "
-          "Every table compares peers measured in the same run of the same build.", ""]
-    md += ["## Machine and run", ""]
-    facts = machine()
-    for key in ("date", "load_before", "load_after_default", "load_after_avx512", "nice", "commit"):
-        if key in info:
-            facts[{"date": "Date (UTC)", "load_before": "Load average before",
-                    "load_after_default": "Load average after the default build's run",
-                    "load_after_avx512": "Load average after the avx512 run",
-                    "nice": "Scheduling priority (nice) of the run",
-                    "commit": "Commit"}[key]] = info[key]
-    md.append(table(["", ""], [[k, v] for k, v in facts.items()]))
-    md += ["", "Commands (what `scripts/bench.sh` runs):", "", "```sh",
-           "# default build: the cfg of .cargo/config.toml replaced by empty flags",
-           "CARGO_ENCODED_RUSTFLAGS= CARGO_TARGET_DIR=target/no-avx512-cfg \\",
-           "  CRITERION_HOME=target/criterion cargo bench --bench compare",
-           "# the project's build (--cfg chacha20_avx512 from .cargo/config.toml): fills only",
-           "CRITERION_HOME=target/criterion cargo bench --bench compare -- '^avx512\\.fill/'",
-           "scripts/bench-report.py", "```", ""]
-    md += ["### The two builds", "",
-           "*Default build* means no extra flags. On x86-64 fkrng's refills and direct "
-           "fills run its own ChaCha20 kernels (`src/keystream/`), chosen at run time from "
-           "CPUID: a sixteen-block AVX-512 kernel on CPUs with AVX-512F (one pass is one "
-           "refill) with an eight-block AVX-512 kernel for the tails of direct fills, an "
-           "eight-block AVX2 kernel on CPUs with AVX2 only, and the `chacha20` crate's cipher "
-           "elsewhere. *Built with `--cfg chacha20_avx512`* the `chacha20` crate also "
-           "compiles its own AVX-512 backend (chosen at run time on CPUs with AVX-512F and "
-           "AVX-512VL). fkrng's kernels run ahead of the crate, so on a CPU with AVX-512 the "
-           "cfg changes only what is left to the crate (blocks past 2^32 in one request, "
-           "256 GiB in): fkrng's figures in the two builds differ by measurement noise. "
-           "Either way the binary still runs on CPUs without AVX-512: the cfg adds no target "
-           "features (`rustc --print cfg --cfg chacha20_avx512` differs from `rustc --print "
-           "cfg` only by the `chacha20_avx512` line). The peers are the same code in both "
-           "builds: `rand::rng()` and `ChaCha20Rng` use the `chacha20` crate's RNG "
-           "interface, which has no AVX-512 backend.", "",
-           "An application enables the AVX-512 backend for its own build with "
-           "`[build] rustflags = [\"--cfg\", \"chacha20_avx512\"]` (or "
-           "`[target.x86_64-unknown-linux-gnu] rustflags = [...]`) in its "
-           "`.cargo/config.toml`, or `RUSTFLAGS=\"--cfg chacha20_avx512\"` for one build. "
-           "This project sets it in its own `.cargo/config.toml`, so `cargo bench`, the tests "
-           "and the `fkrng` tool are built with it. `RUSTFLAGS` or `CARGO_ENCODED_RUSTFLAGS` "
-           "in the environment replace that setting, even when empty, which is how "
-           "`scripts/bench.sh` gets the default build (in its own target directory, so the two "
-           "builds do not rebuild each other).", ""]
-    md += ["Peers: `rand::rng()` is rand 0.10's thread-local ChaCha12 generator, its handle "
-           "taken once outside the timed loop; `ChaCha20Rng` is the chacha20 crate's raw RNG "
-           "(same cipher as fkrng, no key erasure, no zeroing, no reseeding, no fork "
-           "safety); `getrandom syscall` is `getrandom::fill` (one `getrandom(2)` system call "
-           "per read with this C library); `vDSO getrandom` is the kernel's vDSO "
-           "`vgetrandom` called directly through the `vdso-rng` crate with a per-thread "
-           "state; `/dev/urandom` reads a file opened once.", ""]
-    if plotted:
-        rel = os.path.relpath(args.plot, args.out.parent)
-        md += [f"![Throughput by request size]({rel})", ""]
-
-    md += ["## Targets", "",
-           "Ratios are of fkrng against a peer in the same run: time ratios (at most) for "
-           "small fills, throughput ratios (at least) for bulk fills and threads.", ""]
-    md.append(table(["target", "measured", "required", "met"], rep.checks))
-    if "syscalls" in info:
-        md += ["", f"Steady state (`scripts/count-syscalls.sh`): {info['syscalls']}"]
-    md += ["", "### Reading the ratios", "",
-           "- *Small reads against the system call and the vDSO.* Past a few bytes a read's "
-           "cost is mostly its share of the ChaCha20 keystream (see \"Where the time of a "
-           "small read goes\" below): the construction fixes ChaCha20 with 20 rounds, 1024 "
-           "bytes of keystream per 992 bytes served. The kernel's `getrandom` for a small "
-           "request costs a few hundred nanoseconds here, so at 32 to 64 bytes the ratio is "
-           "set by the keystream rate, and the system call's own cost varies by a quarter "
-           "from run to run on this virtual machine.",
-           "- *Against `rand::rng()`.* rand's thread generator runs ChaCha12 (12 rounds, "
-           "0.6 of ChaCha20's work per byte), erases no key, zeroes nothing and is not fork-"
-           "safe; `next_u32`/`next_u64` read a word of its buffer in place, which is why "
-           "they stay cheaper than fkrng's copy-and-zero path of 4 or 8 bytes.",
-           "- *1 KiB fills* with an empty buffer take the direct path of the construction: "
-           "1056 bytes of keystream (17 blocks) for 1024 served, as one in-place refill of 16 "
-           "blocks whose 992 buffer bytes are moved out, then an eight-block tail pass for "
-           "the last 32 bytes, which is the least favourable size; from 4 KiB on, whole "
-           "passes dominate.",
-           "- *Threads.* Each thread's state is in its own page mapping and a read writes "
-           "nothing shared (the process epoch is only read), so aggregate throughput is "
-           "bound by the CPU time the threads get. On a machine busy with other work, as "
-           "in a shared build box, two threads do not get two whole CPUs; the 2-thread "
-           "ratio is only meaningful from a quiet machine.",
-           "- *First read in a thread* takes the wiped state of an exited thread if one is "
-           "spare (as in this benchmark, whose threads come and go one after another), or "
-           "else maps a new state page (`mmap`, `madvise` wipe-on-fork and do-not-dump), "
-           "then seeds from `getrandom` and refills; at thread exit the state is wiped and "
-           "kept for the next thread. rand's thread generator allocates from the heap and "
-           "seeds from `getrandom`, without the fork protection.", ""]
-
-    md += ["## Results", ""]
-    for build in BUILDS:
-        for sec in (rep.fill_section(build),
-                    rep.small_section(build, "int", "Integers"),
-                    rep.small_section(build, "sample", "rand's extension methods through each handle"),
-                    rep.small_section(build, "array", "Arrays (nonce and key sizes)"),
-                    rep.cost_model(build),
-                    rep.threads_section(build),
-                    rep.first_read_section(build)):
-            if sec:
-                md += [sec]
-    # Sections measured by other scripts (scripts/bench-snapshot.sh) are carried over as they
-    # stand between their markers.
-    if args.out.exists():
-        old = args.out.read_text()
-        if KEPT_START in old and KEPT_END in old:
-            kept = old.split(KEPT_START, 1)[1].split(KEPT_END, 1)[0]
-            md += [KEPT_START + kept + KEPT_END, ""]
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text("\n".join(md).rstrip() + "\n")
-    print(f"bench-report: wrote {args.out}" + (f" and {args.plot}" if plotted else ""))
+    rendered = regions(rep, info)
+    text, seen = fill_regions(args.doc.read_text(), rendered)
+    if not seen:
+        sys.exit(f"bench-report: {args.doc} has no marked regions")
+    for name in sorted(set(rendered) - seen):
+        if rendered[name]() is not None:
+            print(f"bench-report: note: measured but not shown (no region {name} in {args.doc})",
+                  file=sys.stderr)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text)
+    print(f"bench-report: wrote {len(seen)} regions of {out}" + (f" and {args.plot}" if plotted else ""))
 
     if not args.no_readme and args.readme.exists():
         text = args.readme.read_text()

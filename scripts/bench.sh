@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The full benchmark run behind docs/BENCHMARKS.md, the plot docs/img/throughput.png and
-# README's headline numbers (about 6 minutes of measurement on 2 cores, plus two release
+# README's headline numbers (docs/BENCHMARKS.md says how long a run takes; plus two release
 # builds). Run it on a quiet machine: every table compares peers measured in the same run.
 #
 #   1. The default build (no --cfg chacha20_avx512): all groups of benches/compare.rs. The
@@ -9,7 +9,8 @@
 #   2. The project's build (.cargo/config.toml: --cfg chacha20_avx512): the fill group with
 #      every peer again.
 #   3. scripts/count-syscalls.sh (steady-state getrandom calls and allocations).
-#   4. scripts/bench-report.py: tables, ratios, targets, plot, README block.
+#   4. scripts/bench-report.py: the tables in docs/BENCHMARKS.md's marked regions, the targets
+#      (thresholds in docs/bench-targets.toml), the plot and README's headline block.
 #
 # Usage: scripts/bench.sh [--quick]   (--quick: a smoke run of seconds; writes nothing to docs/)
 # Extra criterion options can go in BENCH_ARGS, e.g. BENCH_ARGS="--measurement-time 3".
@@ -71,11 +72,8 @@ if [[ "$(uname -s)" == Linux ]]; then
 fi
 
 echo "== report"
-if ! python3 -c 'import matplotlib' 2>/dev/null; then
-    if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null; then
-        apt-get install -y -qq python3-matplotlib >/dev/null 2>&1 || true
-    fi
-fi
+# The plot needs matplotlib (Debian: python3-matplotlib; .ci/run installs it); without it
+# bench-report.py writes the tables and says that the plot was not drawn.
 py=python3
 if ! python3 -c 'import matplotlib' 2>/dev/null && [[ -x /usr/bin/python3 ]] &&
     /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Counts the getrandom system calls of 1,000,000 steady-state reads of 16 bytes
-# (examples/small_reads.rs, about 15.3 MiB) under strace, and the heap allocations the reads
+# (benches/harness/small_reads.rs, about 15.3 MiB) under strace, and the heap allocations the reads
 # make, and fails unless:
 #   - the 36-byte seed reads (32-byte key plus a 4-byte budget draw) number 8 to 16: the
 #     thread's first seeding plus one reseed per 1 to 2 MiB of keystream (16,129 refills of
@@ -8,7 +8,7 @@
 #   - all other getrandom calls (the Rust runtime's, the getrandom crate's probe) number at
 #     most 2;
 #   - the reads after the first make no heap allocation.
-# Usage: scripts/count-syscalls.sh [READS]   (Linux only; installs strace if missing)
+# Usage: scripts/count-syscalls.sh [READS]   (Linux only; needs strace)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,13 +18,8 @@ if [[ "$(uname -s)" != Linux ]]; then
     exit 0
 fi
 if ! command -v strace >/dev/null; then
-    echo "count-syscalls: installing strace"
-    if [[ $(id -u) -eq 0 ]]; then
-        apt-get install -y -qq strace >/dev/null || { apt-get update -qq && apt-get install -y -qq strace >/dev/null; }
-    else
-        echo "count-syscalls: strace is missing and this is not root" >&2
-        exit 1
-    fi
+    echo "count-syscalls: strace is missing (Debian: apt-get install strace)" >&2
+    exit 1
 fi
 
 cargo build --release --quiet --example small_reads

@@ -25,16 +25,13 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 if ! command -v strace >/dev/null; then
-    echo "== installing strace"
-    apt-get update -qq && apt-get install -y -qq strace >/dev/null || {
-        echo "cannot install strace" >&2
-        exit 1
-    }
+    echo "inject-entropy-failures: strace is missing (Debian: apt-get install strace)" >&2
+    exit 1
 fi
 
 # build: the CLI and the probe example, release profile.
 build() {
-    echo "== building the CLI and the first_bytes example (release)"
+    echo "== building the CLI and the first_bytes harness (release)"
     cargo build --release -p fkrng -p fkrng-cli --bin fkrng --example first_bytes || exit 1
 }
 

@@ -12,8 +12,9 @@
 #             Windows (MSVC), FreeBSD, WASI, Android (AArch64) and a bare-metal Cortex-M
 #             (no_std)
 #
-# Cross targets use rustup's prebuilt standard library (`rustup target add`, guarded), or
-# where that cannot be installed, nightly's -Zbuild-std with the rust-src component.
+# Cross targets use rustup's prebuilt standard library (`rustup target add`), or where that
+# is not installed, nightly's -Zbuild-std with the rust-src component. The script installs
+# nothing: .ci/run installs the packages, targets and toolchain.
 #
 # Usage: scripts/platforms.sh [SECTION...]   (sections: pinned cpu-model emulated compiled;
 # all four by default). Every run ends in one machine-readable line per platform:
@@ -21,8 +22,8 @@
 #   platform: <target> <how> <path> binaries=<n> tests=<n> skipped=<what>
 #
 # which scripts/check-platform-table.py compares with the table in docs/ASSURANCE.md.
-# A toolchain part or package that cannot be installed fails the run (exit 1); nothing is
-# skipped silently. qemu-user accepts and ignores madvise advice, so emulated runs expect
+# A missing toolchain part or package fails the run (exit 1) with a line naming it; nothing
+# is skipped silently. qemu-user accepts and ignores madvise advice, so emulated runs expect
 # (FKRNG_EXPECT_FORK_PROTECTION) the AtforkEpoch protection and the tests that depend on it
 # print what they skip; native runs expect WipeOnFork. Emulated property tests run
 # PROPTEST_CASES=32 (native runs keep their default); each emulated target and each pin has
@@ -43,44 +44,34 @@ want() {
   return 1
 }
 
-apt_ensure() {
+# apt_check PACKAGE...: fails the run, naming them, when Debian packages are missing.
+apt_check() {
   local missing=()
   local pkg
   for pkg in "$@"; do
     dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
   done
   if [[ ${#missing[@]} -gt 0 ]]; then
-    echo "installing ${missing[*]}"
-    if ! { apt-get install -y "${missing[@]}" >/dev/null 2>&1 ||
-      { apt-get update >/dev/null && apt-get install -y "${missing[@]}" >/dev/null; }; }; then
-      echo "FAILED: cannot install ${missing[*]}" >&2
-      exit 1
-    fi
+    echo "platforms.sh: missing packages: ${missing[*]} (apt-get install ${missing[*]})" >&2
+    exit 1
   fi
-}
-
-nightly_ensure() {
-  if ! rustup toolchain list | grep -q '^nightly'; then
-    timeout 600 rustup toolchain install nightly --profile minimal ||
-      { echo "FAILED: cannot install the nightly toolchain" >&2; exit 1; }
-  fi
-  rustup component list --installed --toolchain nightly | grep -q '^rust-src' ||
-    timeout 600 rustup component add rust-src --toolchain nightly ||
-    { echo "FAILED: cannot install rust-src for nightly (needed by -Zbuild-std)" >&2; exit 1; }
 }
 
 # std_for TARGET CRATES: sets `cargo_std` to a cargo command that has TARGET's standard
-# library: rustup's prebuilt one (`rustup target add`, once), or else nightly's
-# -Zbuild-std=CRATES from the rust-src component. Fails the run when neither installs.
+# library: rustup's prebuilt one if installed (`rustup target add TARGET`), or else
+# nightly's -Zbuild-std=CRATES from its rust-src component. Fails the run, naming what is
+# missing, when neither is there.
 std_for() {
   local target=$1 crates=$2
-  if rustup target list --installed | grep -qx "$target" ||
-    timeout 300 rustup target add "$target" >/dev/null 2>&1; then
+  if rustup target list --installed | grep -qx "$target"; then
     cargo_std=(cargo)
-  else
-    echo "rustup has no prebuilt standard library for $target here: -Zbuild-std=$crates"
-    nightly_ensure
+  elif rustup component list --installed --toolchain nightly 2>/dev/null | grep -q '^rust-src'; then
+    echo "no prebuilt standard library for $target installed: -Zbuild-std=$crates"
     cargo_std=(cargo +nightly "-Zbuild-std=$crates")
+  else
+    echo "platforms.sh: no standard library for $target (rustup target add $target, or" \
+      "rustup toolchain install nightly --component rust-src)" >&2
+    exit 1
   fi
 }
 
@@ -132,7 +123,7 @@ fi
 if want cpu-model; then
   started=$SECONDS
   echo "== run-time detection under qemu-x86_64 CPU models: KAT, unit, threads, fork tests"
-  apt_ensure qemu-user
+  apt_check qemu-user
   # The unpinned release build of .ci/run's residue step (same RUSTFLAGS, same target dir).
   cargo build --release -p fkrng-cli --bin fkrng
   for model in Haswell:avx2 Nehalem:portable; do
@@ -162,7 +153,7 @@ fi
 if want emulated; then
   started=$SECONDS
   echo "== other architectures under qemu-user: every test target, release builds"
-  apt_ensure qemu-user gcc-aarch64-linux-gnu gcc-s390x-linux-gnu libc6-dev-arm64-cross \
+  apt_check qemu-user gcc-aarch64-linux-gnu gcc-s390x-linux-gnu libc6-dev-arm64-cross \
     libc6-dev-s390x-cross
   for target in aarch64-unknown-linux-gnu s390x-unknown-linux-gnu; do
     arch=${target%%-*}

@@ -41,18 +41,11 @@ case "$mode" in
     ;;
 esac
 
-# Installs the Debian package $2 when command $1 is missing.
-need() {
-    command -v "$1" >/dev/null 2>&1 && return 0
-    echo "== installing $2"
-    export DEBIAN_FRONTEND=noninteractive
-    if ! apt-get install -y -qq "$2" >/dev/null 2>&1; then
-        apt-get update -qq >/dev/null
-        apt-get install -y -qq "$2" >/dev/null
-    fi
-}
-need ent ent
-need dieharder dieharder
+# ent and dieharder (Debian packages of those names; .ci/run installs them).
+for tool in ent dieharder; do
+    command -v "$tool" >/dev/null 2>&1 ||
+        { echo "statistics.sh: $tool is missing (Debian: apt-get install $tool)" >&2; exit 1; }
+done
 
 echo "== building the fkrng tool (release, package fkrng-cli)"
 cargo build --release -p fkrng-cli --quiet
