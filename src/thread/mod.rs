@@ -46,6 +46,9 @@ impl Drop for Owner {
             #[cfg(test)]
             // SAFETY: the pages hold an initialised `Slot` and are still mapped.
             let before = tests::Before::of(unsafe { &(*pages.as_ptr()).state });
+            // No flag protocol here: a thread-local destructor never runs inside a read on
+            // its thread, and a handler that interrupts it from now on finds the slot
+            // released and takes the one-off path.
             // SAFETY: the pages hold an initialised `Slot`; the thread slot no longer points
             // to it, so no other reference exists on this thread (and none on others).
             unsafe { (*pages.as_ptr()).state.wipe() };
@@ -199,9 +202,12 @@ pub(crate) fn unreseeded_continuation() -> Option<(Vec<u8>, [u8; KEY_LEN], u64)>
     if p.is_null() || p == UNAVAILABLE {
         return None;
     }
-    // SAFETY: this thread's live state; no read runs on this thread during the call.
-    let st = unsafe { &(*p).state };
-    let buffer = st.core.buffer();
-    let rest = buffer[buffer.len() - st.core.available()..].to_vec();
-    Some((rest, *st.core.key(), st.life.generation))
+    // SAFETY: as in `try_fill`.
+    unsafe {
+        enter(p, |st| {
+            let buffer = st.core.buffer();
+            let rest = buffer[buffer.len() - st.core.available()..].to_vec();
+            (rest, *st.core.key(), st.life.generation)
+        })
+    }
 }

@@ -695,20 +695,16 @@ fn public_reseed_changes_the_stream() {
     std::thread::spawn(|| {
         crate::fill(&mut [0u8; 16]);
         let p = STATE.get();
-        // SAFETY: this thread's live state; no read runs while we look at it.
-        let (rest_of_buffer, key) = unsafe {
-            let core = &(*p).state.core;
-            (core.buffer()[16..].to_vec(), *core.key())
-        };
+        // SAFETY: this thread's live slot (it made a read above).
+        let (rest_of_buffer, key) =
+            unsafe { enter(p, |st| (st.core.buffer()[16..].to_vec(), *st.core.key())) }
+                .expect("no read under way");
         let mut after_buffer = [0u8; 32];
         <crate::FkeRng as rand_core::SeedableRng>::from_seed(key).fill(&mut after_buffer);
         crate::reseed().unwrap();
         // SAFETY: as above.
-        assert_eq!(
-            unsafe { (*p).state.core.available() },
-            0,
-            "buffer discarded"
-        );
+        let available = unsafe { enter(p, |st| st.core.available()) };
+        assert_eq!(available, Some(0), "buffer discarded");
         let mut out = [0u8; 32];
         crate::fill(&mut out);
         assert_ne!(out[..], rest_of_buffer[..32]);
