@@ -75,6 +75,8 @@ mod error;
 #[cfg(feature = "std")]
 mod fork;
 #[cfg(feature = "std")]
+mod memory;
+#[cfg(feature = "std")]
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 #[doc(hidden)]
 pub mod probe;

@@ -3,7 +3,7 @@
 //! call, a lock, an atomic read-modify-write or a heap allocation on the small-read path.
 //!
 //! The thread-local slot holds only a pointer ([`STATE`]); the state itself lives in pages
-//! from [`crate::fork::Pages`] (wipe-on-fork and do-not-dump on Linux). A second thread-local
+//! from [`crate::memory::Pages`] (wipe-on-fork and do-not-dump on Linux). A second thread-local
 //! ([`OWNER`]) owns those pages and, when the thread exits, wipes the state, unmaps it and
 //! marks the slot torn down, so that reads from later thread-local destructors take
 //! [`one_off::one_off_fill`].
@@ -19,9 +19,10 @@ pub use schedule::{RESEED_INTERVAL_NS, RESEED_MIN_BYTES};
 
 use crate::Error;
 use crate::entropy::Os;
-use crate::fork::{self, Pages};
+use crate::fork;
 #[cfg(test)]
 use crate::generator::KEY_LEN;
+use crate::memory::{Advice, Pages};
 use crate::probe::{self, OneOff};
 use core::cell::Cell;
 use core::ptr;
@@ -122,7 +123,7 @@ unsafe fn enter<R>(slot: *mut Slot, f: impl FnOnce(&mut ThreadState) -> R) -> Op
 pub(crate) fn reseed() -> Result<(), Error> {
     let mut p = STATE.get();
     if p.is_null() {
-        p = match set_up(fork::register_atfork)? {
+        p = match set_up(fork::register_atfork, Advice::WipeOnFork)? {
             Some(p) => p,
             None => return Ok(()),
         };
@@ -140,30 +141,33 @@ fn fill_without_state(p: *mut Slot, dest: &mut [u8]) -> Result<(), Error> {
     if dest.is_empty() {
         return Ok(());
     }
-    if p.is_null() && set_up(fork::register_atfork)?.is_some() {
+    if p.is_null() && set_up(fork::register_atfork, Advice::WipeOnFork)?.is_some() {
         return try_fill(dest);
     }
     one_off_fill(dest, OneOff::Unavailable)
 }
 
-/// Registers the fork handlers (`register`), then maps this thread's state and registers
-/// its owner. `Ok(None)` if the memory is refused or the thread is exiting (the slot is
+/// Registers the fork handlers (`register`), then maps this thread's state with `advice`
+/// (or takes a spare one) and registers its owner. `Ok(None)` if the memory is refused or the thread is exiting (the slot is
 /// then left for a later try or marked unavailable).
 ///
 /// # Errors
 /// The registration's error: no state is set up without fork protection, and the slot is
 /// left empty for a later try.
 #[cold]
-fn set_up(register: impl FnOnce() -> Result<(), Error>) -> Result<Option<*mut Slot>, Error> {
+fn set_up(
+    register: impl FnOnce() -> Result<(), Error>,
+    advice: Advice,
+) -> Result<Option<*mut Slot>, Error> {
     // A signal handler that runs while this is under way takes the OS path.
     STATE.set(UNAVAILABLE);
     if let Err(e) = register() {
         STATE.set(ptr::null_mut());
         return Err(e);
     }
-    let spare = spare::take();
+    let spare = spare::take(advice);
     probe::count_state_set_up(spare.is_some());
-    let Some(pages) = spare.or_else(Pages::<Slot>::new_zeroed) else {
+    let Some(pages) = spare.or_else(|| Pages::<Slot>::new_zeroed(advice)) else {
         STATE.set(ptr::null_mut());
         return Ok(None);
     };
@@ -175,6 +179,15 @@ fn set_up(register: impl FnOnce() -> Result<(), Error>) -> Result<Option<*mut Sl
     }
     STATE.set(p);
     Ok(Some(p))
+}
+
+/// Sets up the calling thread's state, before its first read, in pages without
+/// wipe-on-fork ([`Advice::DontDumpOnly`]), so that only the atfork epoch protects it.
+#[cfg(test)]
+pub(crate) fn set_up_without_wipe_on_fork() {
+    assert!(STATE.get().is_null(), "the thread has read before");
+    let p = set_up(fork::register_atfork, Advice::DontDumpOnly);
+    assert!(matches!(p, Ok(Some(_))), "set-up failed");
 }
 
 /// The address range of this thread's state pages (tests of the mapping's flags).

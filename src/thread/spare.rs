@@ -13,7 +13,7 @@
 //! maps and unmaps pages as before.
 
 use super::state::Slot;
-use crate::fork::Pages;
+use crate::memory::{Advice, Pages};
 use std::sync::Mutex;
 
 /// Spare states kept at most: 16 (64 KiB with 4 KiB pages).
@@ -22,10 +22,10 @@ pub(super) const SPARE_STATES: usize = 16;
 static SPARE: Mutex<[Option<Pages<Slot>>; SPARE_STATES]> =
     Mutex::new([const { None }; SPARE_STATES]);
 
-/// A wiped state, if one is spare and the lock is free.
-pub(super) fn take() -> Option<Pages<Slot>> {
-    #[cfg(test)]
-    if crate::fork::test_hook::WITHOUT_WIPE_ON_FORK.get() {
+/// A wiped state, if one is spare and the lock is free, for a thread that asks for pages
+/// with `advice` (spare states all have wipe-on-fork).
+pub(super) fn take(advice: Advice) -> Option<Pages<Slot>> {
+    if advice != Advice::WipeOnFork {
         return None;
     }
     SPARE.try_lock().ok()?.iter_mut().find_map(Option::take)
@@ -34,11 +34,7 @@ pub(super) fn take() -> Option<Pages<Slot>> {
 /// Keeps `pages` (holding a wiped state) for a later thread, or unmaps them when the
 /// spares are full or the lock is taken.
 pub(super) fn put(pages: Pages<Slot>) {
-    #[cfg(test)]
-    if crate::fork::test_hook::WITHOUT_WIPE_ON_FORK
-        .try_with(|hook| hook.get())
-        .unwrap_or(true)
-    {
+    if pages.advice() != Advice::WipeOnFork {
         // Pages made without wipe-on-fork must not reach other threads.
         return;
     }

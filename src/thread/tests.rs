@@ -34,10 +34,7 @@ static RELEASES: std::sync::Mutex<Vec<Release>> = std::sync::Mutex::new(Vec::new
 /// they are released.
 pub(super) fn record_release(before: Before, pages: &Pages<Slot>) {
     let addr = pages.as_ptr() as usize;
-    #[cfg(any(target_os = "linux", target_os = "android"))]
     let len = pages.range().1 - addr;
-    #[cfg(not(any(target_os = "linux", target_os = "android")))]
-    let len = size_of::<Slot>();
     let pages_zero_after = (0..len).all(|i| {
         // SAFETY: `addr..addr + len` is the live allocation behind `pages` (on Linux the
         // whole zero-filled mapping). Volatile byte loads read the memory as the machine
@@ -308,7 +305,7 @@ fn state_pages_are_wipe_on_fork_and_dont_dump() {
         return;
     }
     let (start, _) = state_range().expect("state mapped");
-    let flags = crate::fork::smaps_flags(start).expect("mapping listed in smaps");
+    let flags = crate::memory::smaps_flags(start).expect("mapping listed in smaps");
     let flags: Vec<&str> = flags.split_whitespace().collect();
     assert!(flags.contains(&"wf"), "{flags:?}");
     assert!(flags.contains(&"dd"), "{flags:?}");
@@ -548,10 +545,10 @@ fn madvise_honoured(claim: &str) -> bool {
 #[test]
 fn atfork_epoch_alone_reseeds_a_forked_child() {
     std::thread::spawn(|| {
-        fork::test_hook::WITHOUT_WIPE_ON_FORK.set(true);
+        set_up_without_wipe_on_fork();
         crate::fill(&mut [0u8; 16]);
         let (start, _) = state_range().expect("state mapped");
-        let flags = fork::smaps_flags(start).expect("mapping listed in smaps");
+        let flags = crate::memory::smaps_flags(start).expect("mapping listed in smaps");
         let flags: Vec<&str> = flags.split_whitespace().collect();
         assert!(
             !flags.contains(&"wf"),
@@ -650,7 +647,7 @@ fn child_handler_order_in_this_process() {
         unsafe { libc::pthread_atfork(None, None, Some(earlier_child_handler)) },
         0
     );
-    fork::test_hook::WITHOUT_WIPE_ON_FORK.set(true);
+    set_up_without_wipe_on_fork();
     crate::fill(&mut [0u8; 16]);
     let child = in_child(false, || {
         Some(core::array::from_fn(|i| {
@@ -671,7 +668,10 @@ fn child_handler_order_in_this_process() {
 #[test]
 fn no_state_is_set_up_without_fork_handlers() {
     std::thread::spawn(|| {
-        let failed = set_up(|| Err(Error::fork_handler(libc::ENOMEM)));
+        let failed = set_up(
+            || Err(Error::fork_handler(libc::ENOMEM)),
+            Advice::WipeOnFork,
+        );
         assert_eq!(failed, Err(Error::fork_handler(libc::ENOMEM)));
         assert!(STATE.get().is_null(), "the slot is left for a later try");
         assert!(OWNER.with(|o| {
