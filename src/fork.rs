@@ -210,7 +210,7 @@ mod tests {
         while !INSIDE.load(Ordering::SeqCst) {
             std::thread::yield_now();
         }
-        let _fork = crate::thread::tests::forking();
+        let _fork = crate::test_hooks::lifecycle::forking();
         // SAFETY: the child only calls `register_with` (atomics and a closure returning 0)
         // and `_exit`.
         let pid = unsafe { libc::fork() };

@@ -30,7 +30,7 @@ pub(super) fn map(layout: Layout, advice: Advice) -> Option<(NonNull<u8>, usize,
     let wiped = match advice {
         // SAFETY: `addr..addr + len` is the mapping made just above and owned here.
         Advice::WipeOnFork => (unsafe { libc::madvise(addr, len, libc::MADV_WIPEONFORK) }) == 0,
-        #[cfg(any(test, fkrng_test_hooks))]
+        #[cfg(test)]
         Advice::DontDumpOnly => false,
     };
     // SAFETY: as above. Failure (kernels before 3.4) only means a core dump could

@@ -59,7 +59,7 @@ pub(crate) enum Advice {
     /// Do-not-dump only, as on a system without wipe-on-fork: lets the tests show that the
     /// atfork epoch alone reseeds a forked child. Such pages are never spare for another
     /// thread, and leave the process-wide finding of [`wipe_on_fork`] untouched.
-    #[cfg(any(test, fkrng_test_hooks))]
+    #[cfg(test)]
     DontDumpOnly,
 }
 

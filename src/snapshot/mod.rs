@@ -58,25 +58,27 @@ mod device;
 mod tests;
 
 use core::sync::atomic::{AtomicPtr, AtomicU8, AtomicU64, Ordering};
+use device::OFFSET_VM_GENERATION_COUNTER;
+pub(crate) use device::Region;
 #[cfg(all(
     target_os = "linux",
     target_endian = "little",
     target_pointer_width = "64"
 ))]
 use device::map;
-use device::{OFFSET_VM_GENERATION_COUNTER, Region};
 
 /// The fallback counter when no device is mapped: never changes.
-static UNMAPPED: AtomicU64 = AtomicU64::new(0);
+pub(crate) static UNMAPPED: AtomicU64 = AtomicU64::new(0);
 
 /// The process-wide pointer to the counter every read compares with, alone on a cache line
 /// so that no frequently written static next to it slows every read down.
 #[repr(C, align(64))]
-struct CounterLine(AtomicPtr<AtomicU64>);
+pub(crate) struct CounterLine(pub(crate) AtomicPtr<AtomicU64>);
 
 /// Points to [`UNMAPPED`], or to `vm_generation_counter` in the mapped device page (which
 /// is never unmapped once published).
-static COUNTER: CounterLine = CounterLine(AtomicPtr::new(core::ptr::addr_of!(UNMAPPED).cast_mut()));
+pub(crate) static COUNTER: CounterLine =
+    CounterLine(AtomicPtr::new(core::ptr::addr_of!(UNMAPPED).cast_mut()));
 
 /// The device node of the first VMClock device.
 const DEVICE: &str = "/dev/vmclock0";
@@ -123,7 +125,7 @@ pub fn snapshot_protection() -> Option<SnapshotProtection> {
 #[inline(always)]
 fn counter() -> *const AtomicU64 {
     #[cfg(test)]
-    if let Some(region) = test_hook::thread_region() {
+    if let Some(region) = crate::test_hooks::snapshot::thread_region() {
         return region.counter();
     }
     // Acquire pairs with the Release store that publishes a mapping.
@@ -155,7 +157,7 @@ pub(crate) fn settled_generation() -> u64 {
         probe_once();
     }
     #[cfg(test)]
-    if let Some(region) = test_hook::thread_region() {
+    if let Some(region) = crate::test_hooks::snapshot::thread_region() {
         return region.settled().map_or_else(generation, |(_, g)| g);
     }
     match mapped_region() {
@@ -191,8 +193,8 @@ fn probe_once() {
     }
     match map_device() {
         Some(region) => {
-            #[cfg(fkrng_test_hooks)]
-            test_hooks::DEVICE_COUNTER.store(region.counter().cast_mut(), Ordering::Relaxed);
+            #[cfg(any(test, fkrng_test_hooks))]
+            crate::test_hooks::snapshot::remember_device(region.counter());
             COUNTER
                 .0
                 .store(region.counter().cast_mut(), Ordering::Release);
@@ -202,11 +204,11 @@ fn probe_once() {
     }
 }
 
-/// The device path: `/dev/vmclock0`, or in builds with `--cfg fkrng_test_hooks` (never a
-/// release build) the stand-in named by `FKRNG_TEST_VMCLOCK_PATH`.
+/// The device path: `/dev/vmclock0`, or in builds with the test hooks (never a build of
+/// the published crate) the stand-in they name.
 fn device_path() -> std::ffi::OsString {
-    #[cfg(fkrng_test_hooks)]
-    if let Some(path) = std::env::var_os("FKRNG_TEST_VMCLOCK_PATH") {
+    #[cfg(any(test, fkrng_test_hooks))]
+    if let Some(path) = crate::test_hooks::snapshot::stand_in_path() {
         return path;
     }
     DEVICE.into()
@@ -219,18 +221,9 @@ fn device_path() -> std::ffi::OsString {
 ))]
 fn map_device() -> Option<Region> {
     let mapped = map(std::path::Path::new(&device_path()));
-    // Test runs that must have the stand-in (the lifecycle tests re-run with it present)
-    // stop here rather than pass without it.
-    #[cfg(fkrng_test_hooks)]
-    if let Err(why) = &mapped
-        && std::env::var_os("FKRNG_TEST_VMCLOCK_MUST_MAP").is_some()
-    {
-        // Straight to the descriptor: the test harness captures `eprintln!`.
-        let _ = std::io::Write::write_all(
-            &mut std::io::stderr(),
-            format!("fkrng test hooks: the stand-in was refused: {why:?}\n").as_bytes(),
-        );
-        std::process::abort();
+    #[cfg(any(test, fkrng_test_hooks))]
+    if let Err(why) = &mapped {
+        crate::test_hooks::snapshot::stand_in_refused(why);
     }
     mapped.ok()
 }
@@ -243,56 +236,4 @@ fn map_device() -> Option<Region> {
 fn map_device() -> Option<Region> {
     let _ = device_path();
     None
-}
-
-/// Hooks for the snapshot tests and benchmark, built only with `--cfg fkrng_test_hooks`
-/// (never part of a release build or of the API): the stand-in's path comes from
-/// `FKRNG_TEST_VMCLOCK_PATH` (see [`device_path`]), and [`test_hooks::follow_device`]
-/// switches the process between the mapped counter and the fallback word, so that one
-/// benchmark run can measure reads both ways.
-#[cfg(fkrng_test_hooks)]
-pub mod test_hooks {
-    use super::{COUNTER, UNMAPPED};
-    use core::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
-
-    /// The mapped counter, once the probe succeeded.
-    pub(super) static DEVICE_COUNTER: AtomicPtr<AtomicU64> = AtomicPtr::new(core::ptr::null_mut());
-
-    /// Points every thread's check at the mapped counter (`true`, if the probe mapped one)
-    /// or at the fallback word (`false`); each thread reseeds once at its next read, as the
-    /// value it compares with changes. Returns whether the mapped counter is followed.
-    pub fn follow_device(on: bool) -> bool {
-        let device = DEVICE_COUNTER.load(Ordering::Relaxed);
-        let target = if on && !device.is_null() {
-            device
-        } else {
-            core::ptr::addr_of!(UNMAPPED).cast_mut()
-        };
-        COUNTER.0.store(target, Ordering::Release);
-        !core::ptr::eq(target, &UNMAPPED)
-    }
-}
-
-/// Test hook: a thread that calls [`test_hook::follow`] compares its state with a stand-in
-/// page (a tmpfs file with the ABI layout) instead of the process-wide counter, so that unit
-/// tests can change "the generation" without disturbing tests on other threads. Compiled
-/// only into the crate's own unit tests.
-#[cfg(test)]
-pub(crate) mod test_hook {
-    use super::Region;
-    use core::cell::Cell;
-
-    std::thread_local! {
-        static REGION: Cell<*const u8> = const { Cell::new(core::ptr::null()) };
-    }
-
-    pub(crate) fn thread_region() -> Option<Region> {
-        let p = REGION.get();
-        (!p.is_null()).then_some(Region(p))
-    }
-
-    /// From now on the calling thread follows `region`'s counter.
-    pub(crate) fn follow(region: Region) {
-        REGION.set(region.0);
-    }
 }

@@ -1,7 +1,7 @@
 use super::device::*;
 use super::*;
 use crate::memory::page_size;
-use crate::thread::{tests::in_child, unreseeded_continuation};
+use crate::test_hooks::lifecycle::{forking, in_child, unreseeded_continuation};
 use core::sync::atomic::{AtomicU32, fence};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
@@ -220,7 +220,7 @@ fn unreadable_device_is_refused() {
         assert_eq!(map(s.path()).err(), Some(Unusable::Open(libc::EACCES)));
         return;
     }
-    let _fork = crate::thread::tests::forking();
+    let _fork = forking();
     // SAFETY: the child only drops its privileges, runs `map` (system calls and one
     // allocation for the path; glibc's malloc is usable in a forked child) and `_exit`s
     // with the result.
@@ -347,7 +347,7 @@ fn counter_change_reseeds_every_thread_before_its_next_output() {
     let spawn = |busy: bool| {
         let (b1, b2) = (Arc::clone(&before_change), Arc::clone(&after_change));
         std::thread::spawn(move || {
-            test_hook::follow(Region(region_addr as *const u8));
+            crate::test_hooks::snapshot::follow(Region(region_addr as *const u8));
             crate::fill(&mut [0u8; 16]);
             if busy {
                 // Reads while the counter is unchanged: no reseed.
@@ -360,14 +360,14 @@ fn counter_change_reseeds_every_thread_before_its_next_output() {
             read_after_restore(8)
         })
     };
-    test_hook::follow(region);
+    crate::test_hooks::snapshot::follow(region);
     crate::fill(&mut [0u8; 16]);
     let busy = spawn(true);
     let idle = spawn(false);
-    let start = crate::probe::snapshot_reseeds();
+    let start = crate::test_hooks::counters::snapshot_reseeds();
     before_change.wait();
     assert_eq!(
-        crate::probe::snapshot_reseeds(),
+        crate::test_hooks::counters::snapshot_reseeds(),
         start,
         "no reseed before the change"
     );
@@ -376,14 +376,14 @@ fn counter_change_reseeds_every_thread_before_its_next_output() {
     let ours = read_after_restore(8);
     let theirs = [busy.join().unwrap(), idle.join().unwrap()];
     assert_eq!(
-        crate::probe::snapshot_reseeds() - start,
+        crate::test_hooks::counters::snapshot_reseeds() - start,
         3,
         "one reseed per thread"
     );
     assert!(theirs.iter().all(|t| *t != ours) && theirs[0] != theirs[1]);
     // Later reads: no further reseed.
     crate::fill(&mut [0u8; 16]);
-    assert_eq!(crate::probe::snapshot_reseeds() - start, 3);
+    assert_eq!(crate::test_hooks::counters::snapshot_reseeds() - start, 3);
 }
 
 /// The stand-in page a cloned child follows instead of its parent's: the same address
@@ -393,11 +393,11 @@ static CHILD_PAGE: AtomicPtr<u8> = AtomicPtr::new(core::ptr::null_mut());
 /// In a child: follows the child's page, then reads 32 bytes, which must come from a
 /// reseed made for the changed counter (else exit status 1).
 fn child_after_restore() -> Option<[u8; 32]> {
-    test_hook::follow(Region(CHILD_PAGE.load(Ordering::Relaxed).cast_const()));
-    let before = crate::probe::snapshot_reseeds();
+    crate::test_hooks::snapshot::follow(Region(CHILD_PAGE.load(Ordering::Relaxed).cast_const()));
+    let before = crate::test_hooks::counters::snapshot_reseeds();
     let mut out = [0u8; 32];
     crate::try_fill(&mut out).ok()?;
-    (crate::probe::snapshot_reseeds() == before + 1).then_some(out)
+    (crate::test_hooks::counters::snapshot_reseeds() == before + 1).then_some(out)
 }
 
 fn next_32() -> Option<[u8; 32]> {
@@ -414,10 +414,10 @@ fn next_32() -> Option<[u8; 32]> {
 fn clones_of_a_snapshot_diverge_at_the_first_read_after_the_change() {
     let _serial = serial();
     std::thread::spawn(|| {
-        crate::thread::set_up_without_wipe_on_fork();
+        crate::test_hooks::lifecycle::set_up_without_wipe_on_fork();
         let ours = StandIn::new(40);
         let theirs = StandIn::new(41);
-        test_hook::follow(ours.region());
+        crate::test_hooks::snapshot::follow(ours.region());
         CHILD_PAGE.store(theirs.region().0.cast_mut(), Ordering::Relaxed);
         crate::fill(&mut [0u8; 16]);
 

@@ -13,29 +13,27 @@ mod schedule;
 mod spare;
 mod state;
 #[cfg(test)]
-pub(crate) mod tests;
+mod tests;
 
 pub use schedule::{RESEED_INTERVAL_NS, RESEED_MIN_BYTES};
 
 use crate::Error;
 use crate::entropy::Os;
 use crate::fork;
-#[cfg(test)]
-use crate::generator::KEY_LEN;
 use crate::memory::{Advice, Pages};
-use crate::probe::{self, OneOff};
 use core::cell::Cell;
 use core::ptr;
 use core::sync::atomic::{Ordering, compiler_fence};
+pub(crate) use one_off::OneOff;
 use one_off::one_off_fill;
 use schedule::Monotonic;
-use state::{Slot, ThreadState};
+pub(crate) use state::{Slot, ThreadState};
 
 /// Marks a slot whose state was released at thread exit (or is being set up).
-const UNAVAILABLE: *mut Slot = ptr::dangling_mut();
+pub(crate) const UNAVAILABLE: *mut Slot = ptr::dangling_mut();
 
 /// Owns a thread's state pages; its destructor wipes and releases them at thread exit.
-struct Owner(Cell<Option<Pages<Slot>>>);
+pub(crate) struct Owner(pub(crate) Cell<Option<Pages<Slot>>>);
 
 impl Drop for Owner {
     fn drop(&mut self) {
@@ -46,7 +44,8 @@ impl Drop for Owner {
             compiler_fence(Ordering::SeqCst);
             #[cfg(test)]
             // SAFETY: the pages hold an initialised `Slot` and are still mapped.
-            let before = tests::Before::of(unsafe { &(*pages.as_ptr()).state });
+            let before =
+                crate::test_hooks::lifecycle::Before::of(unsafe { &(*pages.as_ptr()).state });
             // No flag protocol here: a thread-local destructor never runs inside a read on
             // its thread, and a handler that interrupts it from now on finds the slot
             // released and takes the one-off path.
@@ -54,7 +53,7 @@ impl Drop for Owner {
             // to it, so no other reference exists on this thread (and none on others).
             unsafe { (*pages.as_ptr()).state.wipe() };
             #[cfg(test)]
-            tests::record_release(before, &pages);
+            crate::test_hooks::lifecycle::record_release(before, &pages);
             spare::put(pages);
         }
     }
@@ -62,8 +61,8 @@ impl Drop for Owner {
 
 std::thread_local! {
     /// This thread's state: null before the first read, [`UNAVAILABLE`] after thread exit.
-    static STATE: Cell<*mut Slot> = const { Cell::new(ptr::null_mut()) };
-    static OWNER: Owner = const { Owner(Cell::new(None)) };
+    pub(crate) static STATE: Cell<*mut Slot> = const { Cell::new(ptr::null_mut()) };
+    pub(crate) static OWNER: Owner = const { Owner(Cell::new(None)) };
 }
 
 /// Fills `dest` from the calling thread's generator.
@@ -102,7 +101,7 @@ pub(crate) fn try_fill(dest: &mut [u8]) -> Result<(), Error> {
 /// # Safety
 /// `slot` points to this thread's live slot.
 #[inline(always)]
-unsafe fn enter<R>(slot: *mut Slot, f: impl FnOnce(&mut ThreadState) -> R) -> Option<R> {
+pub(crate) unsafe fn enter<R>(slot: *mut Slot, f: impl FnOnce(&mut ThreadState) -> R) -> Option<R> {
     // SAFETY: the caller guarantees `slot` is live; `busy` and `state` are distinct fields,
     // and no other reference to `state` exists while the flag is set (see above).
     unsafe {
@@ -155,7 +154,7 @@ fn fill_without_state(p: *mut Slot, dest: &mut [u8]) -> Result<(), Error> {
 /// The registration's error: no state is set up without fork protection, and the slot is
 /// left empty for a later try.
 #[cold]
-fn set_up(
+pub(crate) fn set_up(
     register: impl FnOnce() -> Result<(), Error>,
     advice: Advice,
 ) -> Result<Option<*mut Slot>, Error> {
@@ -166,7 +165,8 @@ fn set_up(
         return Err(e);
     }
     let spare = spare::take(advice);
-    probe::count_state_set_up(spare.is_some());
+    #[cfg(any(test, fkrng_test_hooks))]
+    crate::test_hooks::counters::count_state_set_up(spare.is_some());
     let Some(pages) = spare.or_else(|| Pages::<Slot>::new_zeroed(advice)) else {
         STATE.set(ptr::null_mut());
         return Ok(None);
@@ -179,48 +179,4 @@ fn set_up(
     }
     STATE.set(p);
     Ok(Some(p))
-}
-
-/// Sets up the calling thread's state, before its first read, in pages without
-/// wipe-on-fork ([`Advice::DontDumpOnly`]), so that only the atfork epoch protects it.
-#[cfg(test)]
-pub(crate) fn set_up_without_wipe_on_fork() {
-    assert!(STATE.get().is_null(), "the thread has read before");
-    let p = set_up(fork::register_atfork, Advice::DontDumpOnly);
-    assert!(matches!(p, Ok(Some(_))), "set-up failed");
-}
-
-/// The address range of this thread's state pages (tests of the mapping's flags).
-#[cfg(all(any(target_os = "linux", target_os = "android"), test))]
-pub(crate) fn state_range() -> Option<(usize, usize)> {
-    OWNER.with(|o| {
-        let pages = o.0.take();
-        let range = pages.as_ref().map(Pages::range);
-        o.0.set(pages);
-        range
-    })
-}
-
-/// What this thread's state would serve next without a reseed (the unserved rest of its
-/// buffer, then keystream under its key) and the VM generation it last reseeded at; `None`
-/// before its first read. For the snapshot tests (little-endian 64-bit Linux).
-#[cfg(all(
-    test,
-    target_os = "linux",
-    target_endian = "little",
-    target_pointer_width = "64"
-))]
-pub(crate) fn unreseeded_continuation() -> Option<(Vec<u8>, [u8; KEY_LEN], u64)> {
-    let p = STATE.get();
-    if p.is_null() || p == UNAVAILABLE {
-        return None;
-    }
-    // SAFETY: as in `try_fill`.
-    unsafe {
-        enter(p, |st| {
-            let buffer = st.core.buffer();
-            let rest = buffer[buffer.len() - st.core.available()..].to_vec();
-            (rest, *st.core.key(), st.life.generation)
-        })
-    }
 }

@@ -56,18 +56,18 @@ impl Clock for Monotonic {
 /// All-zero means "never seeded", which is what a wiped-on-fork page reads as.
 #[repr(C)]
 #[derive(Default)]
-pub(super) struct Lifecycle {
-    pub(super) seeded: bool,
+pub(crate) struct Lifecycle {
+    pub(crate) seeded: bool,
     /// The [`crate::fork::EPOCH`] value at the last (re)seed.
-    pub(super) epoch: u64,
+    pub(crate) epoch: u64,
     /// Keystream bytes produced since the last (re)seed.
-    pub(super) produced: u64,
+    pub(crate) produced: u64,
     /// Reseed once `produced` reaches this: uniform in [1 MiB, 2 MiB).
-    pub(super) budget: u64,
+    pub(crate) budget: u64,
     /// [`Clock::now_ns`] at the last (re)seed.
-    pub(super) seeded_at_ns: u64,
+    pub(crate) seeded_at_ns: u64,
     /// The VM generation counter ([`crate::snapshot::generation`]) at the last (re)seed.
-    pub(super) generation: u64,
+    pub(crate) generation: u64,
 }
 
 impl Lifecycle {

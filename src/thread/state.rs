@@ -7,7 +7,6 @@ use crate::Error;
 use crate::entropy::{Entropy, Os};
 use crate::fork;
 use crate::generator::{Core, KEY_LEN};
-use crate::probe;
 use crate::snapshot;
 use core::sync::atomic::AtomicBool;
 use zeroize::Zeroize;
@@ -15,8 +14,8 @@ use zeroize::Zeroize;
 /// One thread's generator. Valid when all-zero (empty and unseeded).
 #[repr(C)]
 pub(crate) struct ThreadState {
-    pub(super) core: Core,
-    pub(super) life: Lifecycle,
+    pub(crate) core: Core,
+    pub(crate) life: Lifecycle,
 }
 
 /// What a thread's state pages hold: the generator and its re-entrancy flag, which is kept
@@ -25,13 +24,13 @@ pub(crate) struct ThreadState {
 #[repr(C)]
 pub(crate) struct Slot {
     /// Set while a read runs on this thread (see [`super::enter`]).
-    pub(super) busy: AtomicBool,
-    pub(super) state: ThreadState,
+    pub(crate) busy: AtomicBool,
+    pub(crate) state: ThreadState,
 }
 
 impl ThreadState {
     #[cfg(test)]
-    pub(super) fn zeroed() -> Box<Self> {
+    pub(crate) fn zeroed() -> Box<Self> {
         Box::new(ThreadState {
             core: Core::new([0; KEY_LEN]),
             life: Lifecycle::default(),
@@ -72,8 +71,9 @@ impl ThreadState {
         if !self.life.seeded || self.life.epoch != fork::epoch() || restored {
             // Strict: no output from an unseeded, inherited or restored key.
             self.reseed(os, clock)?;
+            #[cfg(any(test, fkrng_test_hooks))]
             if restored {
-                probe::count_snapshot_reseed();
+                crate::test_hooks::counters::count_snapshot_reseed();
             }
         }
         let Self { core, life, .. } = self;

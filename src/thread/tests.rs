@@ -1,107 +1,12 @@
 use super::schedule::{Clock, RESEED_INTERVAL_NS, RESEED_MIN_BYTES};
 use super::*;
-use crate::entropy::Entropy;
+use crate::generator::KEY_LEN;
+use crate::memory::Advice;
 use crate::snapshot;
-
-/// What a thread's state held just before its owner wiped and released it.
-pub(super) struct Before {
-    seeded: bool,
-    key_nonzero: bool,
-    available: usize,
-}
-
-impl Before {
-    pub(super) fn of(st: &ThreadState) -> Self {
-        Before {
-            seeded: st.life.seeded,
-            key_nonzero: st.core.key() != &[0; KEY_LEN],
-            available: st.core.available(),
-        }
-    }
-}
-
-/// One state release at thread exit: the state's address, what it held before the wipe,
-/// and whether every byte of its pages was zero after it.
-struct Release {
-    addr: usize,
-    before: Before,
-    pages_zero_after: bool,
-}
-
-static RELEASES: std::sync::Mutex<Vec<Release>> = std::sync::Mutex::new(Vec::new());
-
-/// Checks every byte of the state's pages (the whole mapping on Linux) just before
-/// they are released.
-pub(super) fn record_release(before: Before, pages: &Pages<Slot>) {
-    let addr = pages.as_ptr() as usize;
-    let len = pages.range().1 - addr;
-    let pages_zero_after = (0..len).all(|i| {
-        // SAFETY: `addr..addr + len` is the live allocation behind `pages` (on Linux the
-        // whole zero-filled mapping). Volatile byte loads read the memory as the machine
-        // holds it, padding included, which is what a memory disclosure would see.
-        unsafe { ptr::read_volatile((addr + i) as *const u8) == 0 }
-    });
-    RELEASES.lock().unwrap().push(Release {
-        addr,
-        before,
-        pages_zero_after,
-    });
-}
-
-/// Keeps the process-wide epoch steady for the tests that count a state's reseeds. A
-/// `fork()` in a parallel test bumps the epoch in this process too (the atfork prepare
-/// handler), which would reseed their state mid-count: those tests hold this lock for
-/// reading, and the tests that fork hold it for writing.
-static EPOCH_USERS: std::sync::RwLock<()> = std::sync::RwLock::new(());
-
-/// Held by a test that counts reseeds: no fork starts in this process meanwhile.
-pub(crate) fn steady_epoch() -> std::sync::RwLockReadGuard<'static, ()> {
-    EPOCH_USERS
-        .read()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// Held by a test around its `fork()`: waits for the reseed-counting tests to finish.
-pub(crate) fn forking() -> std::sync::RwLockWriteGuard<'static, ()> {
-    EPOCH_USERS
-        .write()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// Hands out a counter pattern (never all zero), or fails while `fail` is set.
-struct FakeOs {
-    calls: u32,
-    fail: bool,
-}
-
-impl FakeOs {
-    fn working() -> Self {
-        FakeOs {
-            calls: 0,
-            fail: false,
-        }
-    }
-
-    fn failing() -> Self {
-        FakeOs {
-            calls: 0,
-            fail: true,
-        }
-    }
-}
-
-impl Entropy for FakeOs {
-    fn fill(&mut self, dest: &mut [u8]) -> Result<(), Error> {
-        if self.fail {
-            return Err(getrandom::Error::UNEXPECTED.into());
-        }
-        self.calls += 1;
-        for (i, b) in dest.iter_mut().enumerate() {
-            *b = (self.calls as u8).wrapping_add(i as u8) | 1;
-        }
-        Ok(())
-    }
-}
+use crate::test_hooks::entropy::FakeEntropy;
+use crate::test_hooks::lifecycle::{
+    Release, in_child, releases, set_up_without_wipe_on_fork, state_range, steady_epoch,
+};
 
 struct FakeClock(Cell<u64>);
 
@@ -111,7 +16,7 @@ impl Clock for FakeClock {
     }
 }
 
-fn read(st: &mut ThreadState, n: usize, os: &mut FakeOs, clock: &FakeClock) -> Vec<u8> {
+fn read(st: &mut ThreadState, n: usize, os: &mut FakeEntropy, clock: &FakeClock) -> Vec<u8> {
     let mut out = vec![0u8; n];
     st.fill_slow(&mut out, os, clock).unwrap();
     out
@@ -121,7 +26,7 @@ fn read(st: &mut ThreadState, n: usize, os: &mut FakeOs, clock: &FakeClock) -> V
 fn first_read_seeds_once_and_budget_is_in_range() {
     let _epoch = steady_epoch();
     let mut st = ThreadState::zeroed();
-    let mut os = FakeOs::working();
+    let mut os = FakeEntropy::counter();
     let clock = FakeClock(Cell::new(5));
     read(&mut st, 16, &mut os, &clock);
     assert_eq!(os.calls, 1);
@@ -135,7 +40,7 @@ fn first_read_seeds_once_and_budget_is_in_range() {
 fn byte_budget_triggers_reseed_at_a_refill() {
     let _epoch = steady_epoch();
     let mut st = ThreadState::zeroed();
-    let mut os = FakeOs::working();
+    let mut os = FakeEntropy::counter();
     let clock = FakeClock(Cell::new(0));
     read(&mut st, 16, &mut os, &clock);
     let budget = st.life.budget;
@@ -158,7 +63,7 @@ fn byte_budget_triggers_reseed_at_a_refill() {
 fn sixty_seconds_trigger_reseed_only_at_refill() {
     let _epoch = steady_epoch();
     let mut st = ThreadState::zeroed();
-    let mut os = FakeOs::working();
+    let mut os = FakeEntropy::counter();
     let clock = FakeClock(Cell::new(1_000));
     read(&mut st, 16, &mut os, &clock);
     clock.0.set(1_000 + RESEED_INTERVAL_NS - 1);
@@ -175,7 +80,7 @@ fn sixty_seconds_trigger_reseed_only_at_refill() {
 fn failed_periodic_reseed_keeps_key_and_retries() {
     let _epoch = steady_epoch();
     let mut st = ThreadState::zeroed();
-    let mut os = FakeOs::working();
+    let mut os = FakeEntropy::counter();
     let clock = FakeClock(Cell::new(0));
     read(&mut st, 992, &mut os, &clock);
     clock.0.set(RESEED_INTERVAL_NS * 2);
@@ -199,7 +104,7 @@ fn failed_periodic_reseed_keeps_key_and_retries() {
 fn unseeded_state_with_failing_os_emits_nothing() {
     let _epoch = steady_epoch();
     let mut st = ThreadState::zeroed();
-    let mut os = FakeOs::failing();
+    let mut os = FakeEntropy::failing();
     let clock = FakeClock(Cell::new(0));
     let mut out = [0u8; 16];
     assert!(st.fill_slow(&mut out, &mut os, &clock).is_err());
@@ -211,17 +116,14 @@ fn unseeded_state_with_failing_os_emits_nothing() {
 #[test]
 fn all_zero_entropy_is_refused() {
     let _epoch = steady_epoch();
-    struct Zeros;
-    impl Entropy for Zeros {
-        fn fill(&mut self, dest: &mut [u8]) -> Result<(), Error> {
-            dest.fill(0);
-            Ok(())
-        }
-    }
     let mut st = ThreadState::zeroed();
     let mut out = [0u8; 8];
     let err = st
-        .fill_slow(&mut out, &mut Zeros, &FakeClock(Cell::new(0)))
+        .fill_slow(
+            &mut out,
+            &mut FakeEntropy::zeros(),
+            &FakeClock(Cell::new(0)),
+        )
         .unwrap_err();
     assert_eq!(err, Error::ALL_ZERO);
     assert_eq!(out, [0u8; 8]);
@@ -231,7 +133,7 @@ fn all_zero_entropy_is_refused() {
 fn epoch_change_reseeds_before_output_and_failure_is_fatal() {
     let _epoch = steady_epoch();
     let mut st = ThreadState::zeroed();
-    let mut os = FakeOs::working();
+    let mut os = FakeEntropy::counter();
     let clock = FakeClock(Cell::new(0));
     read(&mut st, 16, &mut os, &clock);
     st.life.epoch = st.life.epoch.wrapping_sub(1); // as if `reseed_all` or a fork ran
@@ -251,7 +153,7 @@ fn epoch_change_reseeds_before_output_and_failure_is_fatal() {
 fn generation_change_reseeds_before_output_and_failure_is_fatal() {
     let _epoch = steady_epoch();
     let mut st = ThreadState::zeroed();
-    let mut os = FakeOs::working();
+    let mut os = FakeEntropy::counter();
     let clock = FakeClock(Cell::new(0));
     read(&mut st, 16, &mut os, &clock);
     let (buffer_left, key_before) = (st.core.available(), *st.core.key());
@@ -281,7 +183,7 @@ fn thread_exit_wipes_state_before_release() {
     })
     .join()
     .unwrap();
-    let log = RELEASES.lock().unwrap();
+    let log = releases();
     let ours: Vec<&Release> = log.iter().filter(|r| r.addr == addr).collect();
     assert!(
         ours.iter()
@@ -315,22 +217,6 @@ fn state_pages_are_wipe_on_fork_and_dont_dump() {
     );
 }
 
-/// Hands out a fixed seed and budget draw.
-struct Fixed {
-    seed: [u8; KEY_LEN],
-    draw: u32,
-    calls: u32,
-}
-
-impl Entropy for Fixed {
-    fn fill(&mut self, dest: &mut [u8]) -> Result<(), Error> {
-        self.calls += 1;
-        dest[..KEY_LEN].copy_from_slice(&self.seed);
-        dest[KEY_LEN..].copy_from_slice(&self.draw.to_le_bytes());
-        Ok(())
-    }
-}
-
 #[test]
 fn budget_spans_one_to_two_mib_and_reseed_comes_at_the_first_refill_past_it() {
     let _epoch = steady_epoch();
@@ -339,11 +225,7 @@ fn budget_spans_one_to_two_mib_and_reseed_comes_at_the_first_refill_past_it() {
         (u32::MAX, 2 * RESEED_MIN_BYTES - 1),
         (0x0012_3456, RESEED_MIN_BYTES + 0x2_3456),
     ] {
-        let mut os = Fixed {
-            seed: [3; KEY_LEN],
-            draw,
-            calls: 0,
-        };
+        let mut os = FakeEntropy::fixed([3; KEY_LEN], draw);
         let clock = FakeClock(Cell::new(0));
         let mut st = ThreadState::zeroed();
         let mut out = [0u8; 16];
@@ -372,7 +254,7 @@ fn budget_spans_one_to_two_mib_and_reseed_comes_at_the_first_refill_past_it() {
 fn time_is_checked_only_when_keystream_is_made() {
     let _epoch = steady_epoch();
     let mut st = ThreadState::zeroed();
-    let mut os = FakeOs::working();
+    let mut os = FakeEntropy::counter();
     let clock = FakeClock(Cell::new(0));
     read(&mut st, 16, &mut os, &clock);
     clock.0.set(10 * RESEED_INTERVAL_NS);
@@ -401,20 +283,12 @@ fn reseed_mixes_the_key_and_discards_the_buffer() {
     let mut a = ThreadState::zeroed();
     let mut b = ThreadState::zeroed();
     for st in [&mut a, &mut b] {
-        let mut os = Fixed {
-            seed,
-            draw: 0,
-            calls: 0,
-        };
+        let mut os = FakeEntropy::fixed(seed, 0);
         st.fill_slow(&mut [0u8; 8], &mut os, &clock).unwrap();
     }
     let key_before = *a.core.key();
     let s = [0xc3; KEY_LEN];
-    let mut os = Fixed {
-        seed: s,
-        draw: 7,
-        calls: 0,
-    };
+    let mut os = FakeEntropy::fixed(s, 7);
     a.reseed(&mut os, &clock).unwrap();
     let mixed: Vec<u8> = key_before.iter().zip(&s).map(|(k, s)| k ^ s).collect();
     assert_eq!(a.core.key()[..], mixed[..], "K = K XOR S");
@@ -422,7 +296,7 @@ fn reseed_mixes_the_key_and_discards_the_buffer() {
     assert!(a.core.buffer().iter().all(|&x| x == 0), "buffer wiped");
     assert_eq!(a.life.budget, RESEED_MIN_BYTES + 7);
     // The twin that did not reseed serves its old buffer; the reseeded one does not.
-    let mut quiet = FakeOs::failing();
+    let mut quiet = FakeEntropy::failing();
     let (mut x, mut y) = ([0u8; 64], [0u8; 64]);
     a.fill_slow(&mut x, &mut quiet, &clock).unwrap();
     b.fill_slow(&mut y, &mut quiet, &clock).unwrap();
@@ -433,7 +307,7 @@ fn reseed_mixes_the_key_and_discards_the_buffer() {
 fn failed_reseed_keeps_key_and_buffer() {
     let _epoch = steady_epoch();
     let mut st = ThreadState::zeroed();
-    let mut os = FakeOs::working();
+    let mut os = FakeEntropy::counter();
     let clock = FakeClock(Cell::new(0));
     read(&mut st, 16, &mut os, &clock);
     let key = *st.core.key();
@@ -443,60 +317,6 @@ fn failed_reseed_keeps_key_and_buffer() {
     assert_eq!(*st.core.key(), key);
     assert_eq!(st.core.available(), avail);
     assert!(st.life.seeded);
-}
-
-/// Runs `child` in a child process made by `fork()` (atfork handlers run) or by a raw
-/// `clone` system call (none run) and returns the 32 bytes it sends back through a pipe.
-/// The child only reads the generator, writes and `_exit`s.
-#[cfg(target_os = "linux")]
-pub(crate) fn in_child(raw_clone: bool, child: fn() -> Option<[u8; 32]>) -> [u8; 32] {
-    let _fork = forking();
-    let mut fds = [0; 2];
-    // SAFETY: `fds` has room for the two descriptors.
-    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
-    // SAFETY: the child runs only `child` (a generator read: at most a `getrandom`
-    // system call and atomics), `write` and `_exit`, which are safe in a child of a
-    // multi-threaded process.
-    let pid = unsafe {
-        if raw_clone {
-            // s390x's clone takes the new stack first and the flags second.
-            #[cfg(not(target_arch = "s390x"))]
-            let pid = libc::syscall(libc::SYS_clone, libc::SIGCHLD, 0, 0, 0, 0);
-            #[cfg(target_arch = "s390x")]
-            let pid = libc::syscall(libc::SYS_clone, 0, libc::SIGCHLD, 0, 0, 0);
-            pid as libc::pid_t
-        } else {
-            libc::fork()
-        }
-    };
-    assert!(pid >= 0, "fork failed");
-    if pid == 0 {
-        let (out, code) = match child() {
-            Some(out) => (out, 0),
-            None => ([0; 32], 1),
-        };
-        // SAFETY: writes 32 bytes from `out`, then ends the child without unwinding.
-        unsafe {
-            libc::write(fds[1], out.as_ptr().cast(), 32);
-            libc::_exit(code);
-        }
-    }
-    let mut got = [0u8; 32];
-    let mut status = 0;
-    // SAFETY: reads into `got` (at most 32 bytes), closes our descriptors, reaps `pid`.
-    unsafe {
-        libc::close(fds[1]);
-        let mut n = 0;
-        while n < 32 {
-            let r = libc::read(fds[0], got[n..].as_mut_ptr().cast(), 32 - n);
-            assert!(r > 0, "child sent {n} bytes");
-            n += r as usize;
-        }
-        libc::close(fds[0]);
-        assert_eq!(libc::waitpid(pid, &mut status, 0), pid);
-    }
-    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
-    got
 }
 
 #[cfg(target_os = "linux")]
@@ -729,7 +549,7 @@ fn empty_read_needs_no_seed_and_sets_up_nothing() {
     // An unseeded state and an OS source that fails: nothing to produce, so no error
     // and no OS read.
     let mut st = ThreadState::zeroed();
-    let mut os = FakeOs::failing();
+    let mut os = FakeEntropy::failing();
     assert_eq!(
         st.fill_slow(&mut [], &mut os, &FakeClock(Cell::new(0))),
         Ok(())
