@@ -10,8 +10,8 @@
 //!   first mapping of the process is looked up in `/proc/self/smaps`: unless its `VmFlags`
 //!   carry `wf`, the process counts as having no wipe-on-fork ([`wipe_on_fork`]).
 //!
-//! The OS-specific part is one small seam, one file per backend, picked here: [`linux`]
-//! (an anonymous private mapping per state) and [`other`] (a zeroed heap allocation, every
+//! The OS-specific part is one small seam, one file per backend, picked here: `linux.rs`
+//! (an anonymous private mapping per state) and `other.rs` (a zeroed heap allocation, every
 //! other OS; also compiled on Linux for its unit test). Each backend provides `map` (zeroed
 //! storage for a layout, with the advice applied, reporting whether wipe-on-fork was
 //! accepted), `honoured` (whether the OS shows the advice in force at an address) and
@@ -30,7 +30,11 @@ mod other;
 #[cfg(not(any(target_os = "linux", target_os = "android")))]
 use other as os;
 
-#[cfg(target_os = "linux")]
+#[cfg(all(
+    target_os = "linux",
+    target_endian = "little",
+    target_pointer_width = "64"
+))]
 pub(crate) use linux::page_size;
 #[cfg(all(any(target_os = "linux", target_os = "android"), test))]
 pub(crate) use linux::smaps_flags;

@@ -6,7 +6,7 @@
 use crate::fork;
 use crate::generator::KEY_LEN;
 use crate::memory::{Advice, Pages};
-use crate::thread::{OWNER, STATE, Slot, ThreadState, UNAVAILABLE, enter, set_up};
+use crate::thread::{OWNER, STATE, Slot, ThreadState, set_up};
 use core::ptr;
 
 /// Sets up the calling thread's state, before its first read, in pages without
@@ -38,12 +38,13 @@ pub(crate) fn state_range() -> Option<(usize, usize)> {
 ))]
 pub(crate) fn unreseeded_continuation() -> Option<(Vec<u8>, [u8; KEY_LEN], u64)> {
     let p = STATE.get();
-    if p.is_null() || p == UNAVAILABLE {
+    if p.is_null() || p == crate::thread::UNAVAILABLE {
         return None;
     }
-    // SAFETY: as in `try_fill`.
+    // SAFETY: a non-null slot other than UNAVAILABLE is this thread's live slot, which stays
+    // mapped until the thread's owner resets the slot first (as in `thread::try_fill`).
     unsafe {
-        enter(p, |st| {
+        crate::thread::enter(p, |st| {
             let buffer = st.core.buffer();
             let rest = buffer[buffer.len() - st.core.available()..].to_vec();
             (rest, *st.core.key(), st.life.generation)

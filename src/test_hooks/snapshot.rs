@@ -72,7 +72,12 @@ pub(crate) fn thread_region() -> Option<crate::snapshot::Region> {
 
 /// From now on the calling thread compares its state with `region`'s counter instead of
 /// the process-wide one.
-#[cfg(test)]
+#[cfg(all(
+    test,
+    target_os = "linux",
+    target_endian = "little",
+    target_pointer_width = "64"
+))]
 pub(crate) fn follow(region: crate::snapshot::Region) {
     REGION.set(region.0);
 }
