@@ -409,17 +409,20 @@ fn first_read(c: &mut Criterion) {
 /// the 4-byte ratio.
 #[cfg(fkrng_test_hooks)]
 fn snapshot(c: &mut Criterion) {
+    if std::env::var_os("FKRNG_TEST_VMCLOCK_PATH").is_none() {
+        return; // no stand-in named: a run other than scripts/bench-snapshot.sh
+    }
     let mut g = c.benchmark_group(group_name("snapshot"));
     let mut buf = [0u8; SMALL];
     fkrng::fill(&mut buf); // the first seeding maps the stand-in
     assert!(
-        fkrng::snapshot_test_hooks::follow_device(true),
+        fkrng::test_hooks::snapshot::follow_device(true),
         "no stand-in mapped: run scripts/bench-snapshot.sh"
     );
     let mut rand_rng = rand::rng();
     for round in 1..=3 {
         for (mode, on) in [("counter mapped", true), ("fallback word", false)] {
-            fkrng::snapshot_test_hooks::follow_device(on);
+            fkrng::test_hooks::snapshot::follow_device(on);
             for n in [4, SMALL] {
                 g.throughput(Throughput::Bytes(n as u64));
                 let id = BenchmarkId::new(format!("fkrng, {mode}, round {round}"), n);

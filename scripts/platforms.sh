@@ -112,7 +112,7 @@ if want pinned; then
     suite "pinned $path" "$logdir/pinned-$path.log" -- \
       env CARGO_TARGET_DIR="target/pin-$path" FKRNG_EXPECT_KEYSTREAM="$path" \
       FKRNG_EXPECT_FORK_PROTECTION=WipeOnFork \
-      RUSTFLAGS="--cfg chacha20_avx512 --cfg fkrng_keystream=\"$path\"" \
+      RUSTFLAGS="--cfg chacha20_avx512 --cfg fkrng_test_hooks --cfg fkrng_keystream=\"$path\"" \
       cargo test --release --lib --test kat --test residue
     record "$host" pinned "$path" "$binaries" "$tests" none
   done

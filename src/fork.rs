@@ -1,17 +1,12 @@
-//! Fork safety: where the per-thread state lives, and how a child process is kept from
-//! replaying its parent's stream.
+//! Fork safety beyond the state's memory: a process-wide epoch that every thread's state
+//! is compared with, bumped by `pthread_atfork` handlers and by [`crate::reseed_all`], and
+//! the [`ForkProtection`] report of what is in force.
 //!
-//! Two mechanisms, used together:
+//! Two mechanisms are used together:
 //!
-//! - **Wipe-on-fork pages (Linux 4.14 and later).** Each thread's state sits in its own
-//!   anonymous mapping marked `MADV_WIPEONFORK`, which makes the kernel hand the child zero
-//!   pages at that address (`madvise(2)`). A zeroed state reads as empty and unseeded, so the
-//!   child's first read seeds from the OS. This covers `fork()`, `vfork`-less `clone()` calls
-//!   that run no atfork handlers, and every thread of a multi-threaded parent. The mapping is
-//!   also marked `MADV_DONTDUMP`, so core dumps leave the key and buffer out. Because some
-//!   emulators accept any `madvise` advice and ignore it, the first mapping of the process is
-//!   checked in `/proc/self/smaps`: unless its `VmFlags` carry `wf`, the process counts as
-//!   having no wipe-on-fork.
+//! - **Wipe-on-fork pages (Linux 4.14 and later)**, in [`crate::memory`]: a child gets zero
+//!   pages where its parent's states were, so its first read seeds from the OS; this covers
+//!   raw `clone()` calls that run no atfork handlers too.
 //! - **A process-wide epoch.** [`EPOCH`] is bumped by `pthread_atfork` prepare and child
 //!   handlers and by [`crate::reseed_all`]; every thread compares its state's epoch with it on
 //!   every read (one relaxed atomic load) and reseeds on a mismatch. The prepare handler runs
@@ -22,6 +17,9 @@
 //! The PID is never used: PIDs are reused, and a grandchild can get its grandparent's PID.
 
 use crate::Error;
+#[cfg(test)]
+use crate::memory::UNKNOWN;
+use crate::memory::{self, HONOURED, NOT_HONOURED};
 use core::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 
 /// The epoch alone on a 64-byte cache line, so that no frequently written static the linker
@@ -114,26 +112,6 @@ fn register_with(state: &AtomicU8, register: impl FnOnce() -> i32) -> Result<(),
     }
 }
 
-/// Test hook: a thread that sets [`test_hook::WITHOUT_WIPE_ON_FORK`] before its first read
-/// gets its state in pages *without* `MADV_WIPEONFORK` (still do-not-dump), as on a system
-/// without wipe-on-fork, so that tests can show the atfork epoch alone reseeds a forked
-/// child. Compiled only into the crate's own unit tests; the process-wide detection behind
-/// [`fork_protection`] is left untouched.
-#[cfg(test)]
-pub(crate) mod test_hook {
-    std::thread_local! {
-        pub(crate) static WITHOUT_WIPE_ON_FORK: core::cell::Cell<bool> =
-            const { core::cell::Cell::new(false) };
-    }
-}
-
-const UNKNOWN: u8 = 0;
-const HONOURED: u8 = 1;
-const NOT_HONOURED: u8 = 2;
-
-/// Whether this process's kernel really wipes `MADV_WIPEONFORK` pages in a child.
-static WIPE_ON_FORK: AtomicU8 = AtomicU8::new(UNKNOWN);
-
 /// How the state of one thread is protected against `fork`, as found for this process.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ForkProtection {
@@ -155,7 +133,7 @@ pub enum ForkProtection {
 /// unnoticed, so no generator runs unprotected.
 pub fn fork_protection() -> Option<ForkProtection> {
     protection(
-        WIPE_ON_FORK.load(Ordering::Relaxed),
+        memory::wipe_on_fork(),
         HANDLERS.load(Ordering::Relaxed),
         cfg!(unix),
     )
@@ -174,164 +152,6 @@ fn protection(wipe_on_fork: u8, handlers: u8, unix: bool) -> Option<ForkProtecti
         NOT_HONOURED => Some(ForkProtection::None),
         _ => None,
     }
-}
-
-/// Page-backed storage for one `T`, zero-initialised: on Linux an anonymous private mapping
-/// marked wipe-on-fork and do-not-dump, elsewhere a zeroed heap allocation.
-pub(crate) struct Pages<T> {
-    ptr: core::ptr::NonNull<T>,
-    #[cfg(any(target_os = "linux", target_os = "android"))]
-    len: usize,
-}
-
-// SAFETY: `Pages<T>` owns its storage exclusively, as a `Box<T>` does (no other handle to
-// the mapping exists, and dropping it unmaps it once), so it may move to another thread
-// whenever `T` may.
-unsafe impl<T: Send> Send for Pages<T> {}
-
-impl<T> Pages<T> {
-    /// Maps zeroed storage for a `T`. `T` must be valid when all-zero. `None` when the OS
-    /// refuses the memory.
-    pub(crate) fn new_zeroed() -> Option<Self> {
-        #[cfg(any(target_os = "linux", target_os = "android"))]
-        {
-            let page = page_size();
-            let len = size_of::<T>().div_ceil(page) * page;
-            debug_assert!(align_of::<T>() <= page);
-            // SAFETY: an anonymous private mapping with no address hint has no
-            // preconditions; the result is checked against MAP_FAILED.
-            let addr = unsafe {
-                libc::mmap(
-                    core::ptr::null_mut(),
-                    len,
-                    libc::PROT_READ | libc::PROT_WRITE,
-                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                    -1,
-                    0,
-                )
-            };
-            if addr == libc::MAP_FAILED {
-                return None;
-            }
-            #[cfg(test)]
-            if test_hook::WITHOUT_WIPE_ON_FORK.get() {
-                // SAFETY: as below.
-                unsafe { libc::madvise(addr, len, libc::MADV_DONTDUMP) };
-                let ptr = core::ptr::NonNull::new(addr.cast::<T>())?;
-                return Some(Pages { ptr, len });
-            }
-            // SAFETY: `addr..addr + len` is the mapping made just above and owned here.
-            let wiped = unsafe { libc::madvise(addr, len, libc::MADV_WIPEONFORK) } == 0;
-            // SAFETY: as above. Failure (kernels before 3.4) only means a core dump could
-            // include the state, so it is ignored.
-            unsafe { libc::madvise(addr, len, libc::MADV_DONTDUMP) };
-            if WIPE_ON_FORK.load(Ordering::Relaxed) == UNKNOWN {
-                let honoured = wiped && smaps_shows_wipe_on_fork(addr as usize);
-                WIPE_ON_FORK.store(
-                    if honoured { HONOURED } else { NOT_HONOURED },
-                    Ordering::Relaxed,
-                );
-            } else if !wiped {
-                WIPE_ON_FORK.store(NOT_HONOURED, Ordering::Relaxed);
-            }
-            let ptr = core::ptr::NonNull::new(addr.cast::<T>())?;
-            Some(Pages { ptr, len })
-        }
-        #[cfg(not(any(target_os = "linux", target_os = "android")))]
-        {
-            WIPE_ON_FORK.store(NOT_HONOURED, Ordering::Relaxed);
-            Some(Pages {
-                ptr: heap::alloc_zeroed()?,
-            })
-        }
-    }
-
-    /// The stored value's address (valid until `self` is dropped).
-    pub(crate) fn as_ptr(&self) -> *mut T {
-        self.ptr.as_ptr()
-    }
-
-    /// The storage's address range, for tests that inspect `/proc/self/smaps`.
-    #[cfg(all(any(target_os = "linux", target_os = "android"), test))]
-    pub(crate) fn range(&self) -> (usize, usize) {
-        let start = self.ptr.as_ptr() as usize;
-        (start, start + self.len)
-    }
-}
-
-impl<T> Drop for Pages<T> {
-    fn drop(&mut self) {
-        #[cfg(any(target_os = "linux", target_os = "android"))]
-        // SAFETY: the mapping was made by `new_zeroed` with this address and length and is
-        // unmapped exactly once; no reference into it outlives `self`.
-        unsafe {
-            libc::munmap(self.ptr.as_ptr().cast(), self.len);
-        }
-        #[cfg(not(any(target_os = "linux", target_os = "android")))]
-        // SAFETY: allocated by `heap::alloc_zeroed::<T>` in `new_zeroed`, freed exactly once.
-        unsafe {
-            heap::free(self.ptr);
-        }
-    }
-}
-
-/// The storage of systems without `mmap` wipe-on-fork pages (every OS but Linux and Android): one zeroed
-/// heap allocation per state. Compiled on Linux for the unit tests too.
-#[cfg(any(not(any(target_os = "linux", target_os = "android")), test))]
-mod heap {
-    use core::ptr::NonNull;
-
-    /// A zeroed allocation for one `T`, or `None` when the allocator refuses.
-    ///
-    /// # Panics
-    /// If `T` is zero-sized (the thread state holds a 1024-byte block).
-    pub(super) fn alloc_zeroed<T>() -> Option<NonNull<T>> {
-        let layout = std::alloc::Layout::new::<T>();
-        assert!(layout.size() > 0, "zero-sized state");
-        // SAFETY: the layout is not zero-sized (checked above).
-        let raw = unsafe { std::alloc::alloc_zeroed(layout) };
-        NonNull::new(raw.cast::<T>())
-    }
-
-    /// Frees an allocation made by [`alloc_zeroed`].
-    ///
-    /// # Safety
-    /// `ptr` came from `alloc_zeroed::<T>` and is freed once; nothing uses it afterwards.
-    pub(super) unsafe fn free<T>(ptr: NonNull<T>) {
-        // SAFETY: allocated with this layout by `alloc_zeroed::<T>` (caller's contract).
-        unsafe { std::alloc::dealloc(ptr.as_ptr().cast(), std::alloc::Layout::new::<T>()) }
-    }
-}
-
-#[cfg(any(target_os = "linux", target_os = "android"))]
-fn page_size() -> usize {
-    // SAFETY: sysconf has no preconditions.
-    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    usize::try_from(size).unwrap_or(4096).max(4096)
-}
-
-/// The `VmFlags` of the mapping that contains `addr`, from `/proc/self/smaps` (the kernel
-/// may have merged neighbouring mappings with equal flags into one entry).
-#[cfg(any(target_os = "linux", target_os = "android"))]
-pub(crate) fn smaps_flags(addr: usize) -> Option<String> {
-    let smaps = std::fs::read_to_string("/proc/self/smaps").ok()?;
-    let contains = |line: &str| {
-        let range = line.split_whitespace().next()?;
-        let (start, end) = range.split_once('-')?;
-        let start = usize::from_str_radix(start, 16).ok()?;
-        let end = usize::from_str_radix(end, 16).ok()?;
-        Some(start <= addr && addr < end)
-    };
-    let mut lines = smaps.lines().skip_while(|l| contains(l) != Some(true));
-    lines.next()?;
-    lines
-        .find_map(|l| l.strip_prefix("VmFlags:"))
-        .map(|f| f.trim().to_owned())
-}
-
-#[cfg(any(target_os = "linux", target_os = "android"))]
-fn smaps_shows_wipe_on_fork(start: usize) -> bool {
-    smaps_flags(start).is_some_and(|flags| flags.split_whitespace().any(|f| f == "wf"))
 }
 
 #[cfg(test)]
@@ -390,7 +210,7 @@ mod tests {
         while !INSIDE.load(Ordering::SeqCst) {
             std::thread::yield_now();
         }
-        let _fork = crate::thread::tests::forking();
+        let _fork = crate::test_hooks::lifecycle::forking();
         // SAFETY: the child only calls `register_with` (atomics and a closure returning 0)
         // and `_exit`.
         let pid = unsafe { libc::fork() };
@@ -421,23 +241,6 @@ mod tests {
         RELEASE.store(true, Ordering::SeqCst);
         registering.join().unwrap().unwrap();
         assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
-    }
-
-    /// The non-Linux storage: zeroed, writable over its whole size, aligned, freed.
-    #[test]
-    fn heap_storage_of_other_systems_is_zeroed_and_aligned() {
-        #[repr(align(64))]
-        struct State([u64; 160]);
-        for _ in 0..4 {
-            let ptr = heap::alloc_zeroed::<State>().expect("memory");
-            assert_eq!(ptr.as_ptr() as usize % 64, 0, "alignment");
-            // SAFETY: a live, zeroed allocation for one `State`, used by this thread only.
-            let state = unsafe { &mut *ptr.as_ptr() };
-            assert!(state.0.iter().all(|&w| w == 0), "zeroed");
-            state.0.fill(u64::MAX);
-            // SAFETY: from `alloc_zeroed::<State>`, freed once, not used afterwards.
-            unsafe { heap::free(ptr) };
-        }
     }
 
     /// What `fork_protection` reports on Unix and non-Unix systems for each finding.

@@ -75,11 +75,12 @@ mod error;
 #[cfg(feature = "std")]
 mod fork;
 #[cfg(feature = "std")]
-#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
-#[doc(hidden)]
-pub mod probe;
+mod memory;
 #[cfg(feature = "std")]
 mod snapshot;
+#[cfg(all(feature = "std", any(test, fkrng_test_hooks)))]
+#[doc(hidden)]
+pub mod test_hooks;
 #[cfg(feature = "std")]
 mod thread;
 
@@ -98,9 +99,6 @@ pub use rng::ThreadRng;
 #[cfg(feature = "rustls")]
 #[cfg_attr(docsrs, doc(cfg(feature = "rustls")))]
 pub use rustls_random::RustlsRandom;
-#[cfg(all(feature = "std", fkrng_test_hooks))]
-#[doc(hidden)]
-pub use snapshot::test_hooks as snapshot_test_hooks;
 #[cfg(feature = "std")]
 pub use snapshot::{SnapshotProtection, snapshot_protection};
 #[cfg(feature = "std")]

@@ -116,7 +116,7 @@ mod unix {
 
     fn fork_before_the_parent_ever_read(rec: &mut Record) {
         assert_eq!(
-            fkrng::probe::os_reads(),
+            fkrng::test_hooks::counters::os_reads(),
             0,
             "nothing read before this scenario"
         );

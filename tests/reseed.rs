@@ -1,6 +1,6 @@
 //! On-demand reseeding: `reseed_all` makes every live thread reseed from the OS before its
 //! next output, and `reseed` reseeds the calling thread, counted exactly with
-//! `fkrng::probe::os_reads` (one OS request per seeding or reseeding).
+//! `fkrng::test_hooks::counters::os_reads` (one OS request per seeding or reseeding).
 
 use std::sync::{Arc, Barrier, Mutex};
 
@@ -38,10 +38,10 @@ fn reseed_all_reseeds_every_live_thread_before_its_next_output() {
         .collect();
     let phase = |before: &dyn Fn()| {
         before();
-        let start = fkrng::probe::os_reads();
+        let start = fkrng::test_hooks::counters::os_reads();
         barrier.wait();
         barrier.wait();
-        fkrng::probe::os_reads() - start
+        fkrng::test_hooks::counters::os_reads() - start
     };
     let first = phase(&|| ());
     let plain = phase(&|| ());
@@ -69,16 +69,20 @@ fn reseed_all_reseeds_every_live_thread_before_its_next_output() {
 fn reseed_asks_the_os_once_and_discards_the_buffer() {
     let _serial = SERIAL.lock().unwrap();
     std::thread::spawn(|| {
-        let start = fkrng::probe::os_reads();
+        let start = fkrng::test_hooks::counters::os_reads();
         fkrng::reseed().unwrap(); // sets up and seeds a thread that never read
-        assert_eq!(fkrng::probe::os_reads() - start, 1);
+        assert_eq!(fkrng::test_hooks::counters::os_reads() - start, 1);
         let a = read16();
-        assert_eq!(fkrng::probe::os_reads() - start, 1, "already seeded");
+        assert_eq!(
+            fkrng::test_hooks::counters::os_reads() - start,
+            1,
+            "already seeded"
+        );
         fkrng::reseed().unwrap();
-        assert_eq!(fkrng::probe::os_reads() - start, 2);
+        assert_eq!(fkrng::test_hooks::counters::os_reads() - start, 2);
         let b = read16();
         let c = read16();
-        assert_eq!(fkrng::probe::os_reads() - start, 2);
+        assert_eq!(fkrng::test_hooks::counters::os_reads() - start, 2);
         assert!(a != b && b != c && a != c);
     })
     .join()

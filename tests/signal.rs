@@ -6,7 +6,7 @@
 //! reads in a loop (small reads from the buffer, reads that refill, direct fills). The
 //! handler reads 16 bytes and stores them in a preallocated lock-free array. The loop runs
 //! until the handler has run at least `MIN_CALLS` times *and* at least `MIN_INTERRUPTED` of
-//! those reads interrupted a read in progress (counted by `fkrng::probe`), so the test
+//! those reads interrupted a read in progress (counted by `fkrng::test_hooks::counters`), so the test
 //! cannot pass without exercising the interrupted path.
 //!
 //! The main thread's output is checked as it streams, in bounded memory (it is never kept):
@@ -213,7 +213,7 @@ mod linux {
 
         // SAFETY: the handler only reads the generator and touches atomics.
         unsafe { signals::on_signal(libc::SIGALRM, on_alarm, libc::SA_RESTART) };
-        let interrupted_before = fkrng::probe::one_off_reads_interrupted();
+        let interrupted_before = fkrng::test_hooks::counters::one_off_reads_interrupted();
         eprintln!(
             "signal re-entrancy: SIGALRM every {INTERVAL_US} µs until {MIN_CALLS} handler \
              reads, {MIN_INTERRUPTED} of them interrupting a read"
@@ -232,7 +232,8 @@ mod linux {
             check.main_read(&buf[..n]);
             iterations += 1;
             let calls = CALLS.load(Relaxed);
-            let interrupted = fkrng::probe::one_off_reads_interrupted() - interrupted_before;
+            let interrupted =
+                fkrng::test_hooks::counters::one_off_reads_interrupted() - interrupted_before;
             if calls >= MIN_CALLS && interrupted >= MIN_INTERRUPTED {
                 break;
             }
@@ -255,7 +256,8 @@ mod linux {
         check.take_handler_values();
 
         let calls = CALLS.load(Relaxed);
-        let interrupted = fkrng::probe::one_off_reads_interrupted() - interrupted_before;
+        let interrupted =
+            fkrng::test_hooks::counters::one_off_reads_interrupted() - interrupted_before;
         assert!(calls < SLOTS, "more handler calls than slots");
         assert_eq!(check.handler_values.len(), calls);
         eprintln!(

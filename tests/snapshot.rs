@@ -41,7 +41,7 @@ fn main() {
 ))]
 mod hooked {
     use fkrng::SnapshotProtection;
-    use fkrng::probe::{os_reads, snapshot_reseeds};
+    use fkrng::test_hooks::counters::{os_reads, snapshot_reseeds};
     use fkrng_test_support::child::{self, How, Status};
     use std::path::{Path, PathBuf};
     use std::sync::atomic::{AtomicU32, AtomicU64, Ordering, fence};

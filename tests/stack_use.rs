@@ -255,7 +255,7 @@ mod linux {
     fn under_signals() -> (usize, u64) {
         // SAFETY: a handler that only counts, on the interrupted stack.
         unsafe { signals::on_signal(libc::SIGUSR2, count_signal, libc::SA_RESTART) };
-        let wiped = fkrng::probe::signal_frames_wiped();
+        let wiped = fkrng::test_hooks::counters::signal_frames_wiped();
         let stack = PaintedStack::new(THREAD_STACK);
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let sender = {
@@ -279,11 +279,11 @@ mod linux {
             |_| {
                 // SAFETY: the calling thread's id.
                 STORM_TARGET.store(unsafe { libc::pthread_self() } as usize, Relaxed);
-                let start = fkrng::probe::signal_frames_wiped();
+                let start = fkrng::test_hooks::counters::signal_frames_wiped();
                 // SAFETY: as in `read`.
                 let buf = unsafe { &mut *BUFFER.0.get() };
                 for _ in 0..200_000 {
-                    if fkrng::probe::signal_frames_wiped() - start >= 20 {
+                    if fkrng::test_hooks::counters::signal_frames_wiped() - start >= 20 {
                         break;
                     }
                     fkrng::fill(&mut buf[..992]);
@@ -295,7 +295,10 @@ mod linux {
         );
         stop.store(true, Relaxed);
         sender.join().unwrap();
-        (stack.used(), fkrng::probe::signal_frames_wiped() - wiped)
+        (
+            stack.used(),
+            fkrng::test_hooks::counters::signal_frames_wiped() - wiped,
+        )
     }
 
     pub fn main() {

@@ -5,7 +5,7 @@
 //! `__cxa_thread_atexit_impl`, which Rust's std uses on Linux). A thread-local touched
 //! *before* the thread's first fkrng read is therefore destroyed *after* fkrng's own state;
 //! its destructor's read must get fresh bytes from a one-off OS-keyed generator. The test
-//! checks that it really took that path (`fkrng::probe::one_off_reads_unavailable`), so it
+//! checks that it really took that path (`fkrng::test_hooks::counters::one_off_reads_unavailable`), so it
 //! fails if the ordering assumption breaks instead of passing without exercising anything.
 
 use std::sync::Mutex;
@@ -36,14 +36,14 @@ const THREADS: usize = 8;
 /// destructors read, and how many one-off reads "without state" happened meanwhile.
 fn run(body: fn() -> Vec<u8>) -> (Vec<Vec<u8>>, Vec<[u8; 32]>, u64) {
     AT_EXIT.lock().unwrap().clear();
-    let unavailable = fkrng::probe::one_off_reads_unavailable();
+    let unavailable = fkrng::test_hooks::counters::one_off_reads_unavailable();
     let alive: Vec<Vec<u8>> = (0..THREADS)
         .map(|_| std::thread::spawn(body))
         .collect::<Vec<_>>()
         .into_iter()
         .map(|t| t.join().expect("no panic, also not in destructors"))
         .collect();
-    let one_offs = fkrng::probe::one_off_reads_unavailable() - unavailable;
+    let one_offs = fkrng::test_hooks::counters::one_off_reads_unavailable() - unavailable;
     let at_exit = AT_EXIT.lock().unwrap().clone();
     assert_eq!(at_exit.len(), THREADS, "every destructor ran");
     assert!(
@@ -108,7 +108,7 @@ fn destructor_before_release_uses_the_live_state() {
 #[test]
 fn first_read_of_a_thread_from_a_destructor() {
     let _serial = SERIAL.lock().unwrap();
-    let os_reads = fkrng::probe::os_reads();
+    let os_reads = fkrng::test_hooks::counters::os_reads();
     let (_, at_exit, one_offs) = run(|| {
         READS_AT_EXIT.with(|_| ());
         Vec::new()
@@ -116,7 +116,10 @@ fn first_read_of_a_thread_from_a_destructor() {
     // Each thread sets up its state during its exit (glibc runs destructors registered
     // while destructors run, so the state is still wiped and released) or, where that is
     // refused, bypasses it: one OS read per thread either way.
-    assert_eq!(fkrng::probe::os_reads() - os_reads, THREADS as u64);
+    assert_eq!(
+        fkrng::test_hooks::counters::os_reads() - os_reads,
+        THREADS as u64
+    );
     if cfg!(all(target_os = "linux", target_env = "gnu")) {
         assert_eq!(one_offs, 0, "the state was set up during thread exit");
     } else {
@@ -139,14 +142,22 @@ fn exited_threads_states_are_reused_and_reseeded() {
     };
     // Leaves at least one spare state behind.
     read_in_new_thread();
-    let mapped = fkrng::probe::states_mapped();
-    let reused = fkrng::probe::states_reused();
-    let os_reads = fkrng::probe::os_reads();
+    let mapped = fkrng::test_hooks::counters::states_mapped();
+    let reused = fkrng::test_hooks::counters::states_reused();
+    let os_reads = fkrng::test_hooks::counters::os_reads();
     let values: Vec<[u8; 32]> = (0..20).map(|_| read_in_new_thread()).collect();
-    assert_eq!(fkrng::probe::states_mapped() - mapped, 0, "new mappings");
-    assert_eq!(fkrng::probe::states_reused() - reused, 20, "reused states");
     assert_eq!(
-        fkrng::probe::os_reads() - os_reads,
+        fkrng::test_hooks::counters::states_mapped() - mapped,
+        0,
+        "new mappings"
+    );
+    assert_eq!(
+        fkrng::test_hooks::counters::states_reused() - reused,
+        20,
+        "reused states"
+    );
+    assert_eq!(
+        fkrng::test_hooks::counters::os_reads() - os_reads,
         20,
         "one seeding per thread"
     );

@@ -389,7 +389,8 @@ mod signal_frames {
     #[cold]
     #[inline(never)]
     fn wipe_signal_frames(sp: usize) {
-        crate::probe::count_signal_frame_wipe();
+        #[cfg(any(test, fkrng_test_hooks))]
+        crate::test_hooks::counters::count_signal_frame_wipe();
         let top = sp - SCRUB_BYTES;
         let mut bottom = top - signal_frame().max(BAND);
         // SAFETY: `current` is a valid out-pointer; a null `ss` only queries.

@@ -141,7 +141,7 @@ pub(crate) fn keys_reproducing(served: &[u8; 16]) -> Vec<usize> {
 /// The one-off read of a thread-local destructor, and a scan for a key that reproduces it.
 pub(crate) fn one_off_read() {
     let _scan = MEMORY_SCAN.lock().unwrap_or_else(PoisonError::into_inner);
-    let one_offs = fkrng::probe::one_off_reads_unavailable();
+    let one_offs = fkrng::test_hooks::counters::one_off_reads_unavailable();
     std::thread::spawn(|| {
         // Registered before fkrng's own thread-local, so destroyed after it.
         READS_AT_EXIT.with(|_| ());
@@ -150,7 +150,7 @@ pub(crate) fn one_off_read() {
     .join()
     .unwrap();
     assert_eq!(
-        fkrng::probe::one_off_reads_unavailable() - one_offs,
+        fkrng::test_hooks::counters::one_off_reads_unavailable() - one_offs,
         1,
         "the destructor's read took the one-off path"
     );
@@ -195,7 +195,7 @@ pub(crate) fn signal_storm() {
     scrub_stack_below();
     let mut served = vec![0u8; 1100];
     let mut findings = StormFindings::default();
-    let wiped_before = fkrng::probe::signal_frames_wiped();
+    let wiped_before = fkrng::test_hooks::counters::signal_frames_wiped();
     let (mut batches, mut interrupted) = (0, 0);
     while batches < STORM_MIN_BATCHES
         || interrupted < STORM_MIN_INTERRUPTED && batches < STORM_MAX_BATCHES
@@ -226,7 +226,7 @@ pub(crate) fn signal_storm() {
         batches += 1;
     }
     drop(timer);
-    let wiped = fkrng::probe::signal_frames_wiped() - wiped_before;
+    let wiped = fkrng::test_hooks::counters::signal_frames_wiped() - wiped_before;
     evidence.wipe();
     drop(rng);
     eprintln!(

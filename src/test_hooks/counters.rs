@@ -1,13 +1,13 @@
-//! Process-wide event counters of the thread-local generator, for tests and diagnostics.
+//! Process-wide event counters of the thread-local generator.
 //!
 //! Each counter is one relaxed atomic add on a cold path that already makes a system call
 //! (an OS read, a one-off generator); the small-read fast path touches none of them. They
 //! let a test observe mechanisms that leave no trace in the output: that every thread
 //! reseeded after [`crate::reseed_all`], that a signal handler really interrupted a read,
-//! that a destructor really ran after the thread's state was released.
-//!
-//! Not a stable API: hidden from the documentation, and the set of counters may change in
-//! any release.
+//! that a destructor really ran after the thread's state was released. The library calls
+//! the `count_*` functions only in builds with the test hooks.
+
+use crate::thread::OneOff;
 
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
@@ -18,16 +18,6 @@ static STATES_MAPPED: AtomicU64 = AtomicU64::new(0);
 static STATES_REUSED: AtomicU64 = AtomicU64::new(0);
 static SNAPSHOT_RESEEDS: AtomicU64 = AtomicU64::new(0);
 static SIGNAL_FRAMES_WIPED: AtomicU64 = AtomicU64::new(0);
-
-/// Why a read was served by a one-off OS-keyed generator instead of the thread's state.
-#[derive(Clone, Copy)]
-pub(crate) enum OneOff {
-    /// The read interrupted another read on the same thread (a signal handler).
-    Interrupted,
-    /// The thread has no state to offer: released at thread exit, being set up, or no
-    /// memory for it.
-    Unavailable,
-}
 
 pub(crate) fn count_os_read() {
     OS_READS.fetch_add(1, Relaxed);

@@ -1,0 +1,81 @@
+//! The state's memory on Linux and Android: an anonymous private mapping of whole pages per
+//! state, marked `MADV_WIPEONFORK` (Linux 4.14) and `MADV_DONTDUMP` (Linux 3.4), and the
+//! `/proc/self/smaps` lookup that shows whether the kernel honours the first.
+
+use super::Advice;
+use core::alloc::Layout;
+use core::ptr::NonNull;
+
+/// Maps zeroed pages for `layout` with `advice`: the address, the mapping's length, and
+/// whether `MADV_WIPEONFORK` was accepted. `None` when `mmap` fails.
+pub(super) fn map(layout: Layout, advice: Advice) -> Option<(NonNull<u8>, usize, bool)> {
+    let page = page_size();
+    let len = layout.size().div_ceil(page) * page;
+    debug_assert!(layout.align() <= page);
+    // SAFETY: an anonymous private mapping with no address hint has no
+    // preconditions; the result is checked against MAP_FAILED.
+    let addr = unsafe {
+        libc::mmap(
+            core::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if addr == libc::MAP_FAILED {
+        return None;
+    }
+    let wiped = match advice {
+        // SAFETY: `addr..addr + len` is the mapping made just above and owned here.
+        Advice::WipeOnFork => (unsafe { libc::madvise(addr, len, libc::MADV_WIPEONFORK) }) == 0,
+        #[cfg(test)]
+        Advice::DontDumpOnly => false,
+    };
+    // SAFETY: as above. Failure (kernels before 3.4) only means a core dump could
+    // include the state, so it is ignored.
+    unsafe { libc::madvise(addr, len, libc::MADV_DONTDUMP) };
+    Some((NonNull::new(addr.cast::<u8>())?, len, wiped))
+}
+
+/// Whether `/proc/self/smaps` lists the mapping at `addr` with the `wf` (wipe-on-fork) flag.
+pub(super) fn honoured(addr: usize) -> bool {
+    smaps_flags(addr).is_some_and(|flags| flags.split_whitespace().any(|f| f == "wf"))
+}
+
+/// Unmaps a mapping made by [`map`].
+///
+/// # Safety
+/// `ptr` and `len` come from one call of [`map`]; called once, nothing uses the mapping
+/// afterwards.
+pub(super) unsafe fn unmap(ptr: NonNull<u8>, len: usize, _layout: Layout) {
+    // SAFETY: the mapping was made by `map` with this address and length and is
+    // unmapped exactly once (caller's contract).
+    unsafe { libc::munmap(ptr.as_ptr().cast(), len) };
+}
+
+/// The system's page size, at least 4096 bytes.
+pub(crate) fn page_size() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    usize::try_from(size).unwrap_or(4096).max(4096)
+}
+
+/// The `VmFlags` of the mapping that contains `addr`, from `/proc/self/smaps` (the kernel
+/// may have merged neighbouring mappings with equal flags into one entry).
+pub(crate) fn smaps_flags(addr: usize) -> Option<String> {
+    let smaps = std::fs::read_to_string("/proc/self/smaps").ok()?;
+    let contains = |line: &str| {
+        let range = line.split_whitespace().next()?;
+        let (start, end) = range.split_once('-')?;
+        let start = usize::from_str_radix(start, 16).ok()?;
+        let end = usize::from_str_radix(end, 16).ok()?;
+        Some(start <= addr && addr < end)
+    };
+    let mut lines = smaps.lines().skip_while(|l| contains(l) != Some(true));
+    lines.next()?;
+    lines
+        .find_map(|l| l.strip_prefix("VmFlags:"))
+        .map(|f| f.trim().to_owned())
+}

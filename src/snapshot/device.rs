@@ -1,0 +1,182 @@
+//! The VMClock device's ABI reader: the field offsets of `struct vmclock_abi` (see the table
+//! in [`super`]), the mapping of the device's page and its validation, and the seqlock read
+//! of `flags` and `vm_generation_counter`.
+
+#![cfg_attr(
+    not(all(
+        target_os = "linux",
+        target_endian = "little",
+        target_pointer_width = "64"
+    )),
+    allow(dead_code)
+)]
+
+#[cfg(all(
+    target_os = "linux",
+    target_endian = "little",
+    target_pointer_width = "64"
+))]
+use crate::memory::page_size;
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering, fence};
+
+/// `magic` of a VMClock page: "VCLK" in little-endian byte order.
+pub(crate) const VMCLOCK_MAGIC: u32 = 0x4b4c_4356;
+/// The only `version` of the ABI.
+pub(crate) const VMCLOCK_VERSION: u16 = 1;
+/// `flags` bit: the hypervisor maintains `vm_generation_counter`.
+pub(crate) const VMCLOCK_FLAG_VM_GEN_COUNTER_PRESENT: u64 = 1 << 8;
+
+pub(crate) const OFFSET_MAGIC: usize = 0;
+pub(crate) const OFFSET_SIZE: usize = 4;
+pub(crate) const OFFSET_VERSION: usize = 8;
+pub(crate) const OFFSET_SEQ_COUNT: usize = 12;
+pub(crate) const OFFSET_FLAGS: usize = 24;
+pub(crate) const OFFSET_VM_GENERATION_COUNTER: usize = 104;
+/// Bytes of the structure up to the end of `vm_generation_counter`.
+pub(crate) const ABI_LEN_WITH_COUNTER: u32 = 112;
+
+/// Tries of the seqlock protocol before giving up on a consistent read: a hypervisor
+/// update takes well under a microsecond, and 1024 spins are tens of microseconds.
+const SEQLOCK_TRIES: u32 = 1024;
+
+/// Why a file could not serve as the generation counter.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Unusable {
+    /// `open` failed with this `errno` (`ENOENT`: no device; `EACCES`: not permitted).
+    Open(i32),
+    /// Neither a character device nor a regular file of at least a page.
+    NotAPage,
+    /// `mmap` failed with this `errno`.
+    Map(i32),
+    BadMagic,
+    BadVersion,
+    /// `size` does not reach the end of `vm_generation_counter`.
+    TooSmall,
+    /// The seqlock did not settle while the flags were read.
+    Unsettled,
+    /// `VMCLOCK_FLAG_VM_GEN_COUNTER_PRESENT` is clear.
+    NoCounter,
+}
+
+/// Opens `path` read-only, maps its first page `PROT_READ`/`MAP_SHARED`, closes the
+/// descriptor and validates the page; the mapping is removed again unless it is usable.
+#[cfg(all(
+    target_os = "linux",
+    target_endian = "little",
+    target_pointer_width = "64"
+))]
+pub(crate) fn map(path: &std::path::Path) -> Result<Region, Unusable> {
+    use std::os::unix::ffi::OsStrExt;
+    let errno = || std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
+    let c_path =
+        std::ffi::CString::new(path.as_os_str().as_bytes()).map_err(|_| Unusable::Open(0))?;
+    let page = page_size();
+    // SAFETY: `c_path` is a NUL-terminated string; the result is checked.
+    let fd = unsafe { libc::open(c_path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Err(Unusable::Open(errno()));
+    }
+    // SAFETY: an all-zero `stat` is a valid value to be overwritten.
+    let mut st: libc::stat = unsafe { core::mem::zeroed() };
+    // SAFETY: `fd` is open; `st` is writable.
+    let stat_ok = unsafe { libc::fstat(fd, &mut st) } == 0;
+    let kind = st.st_mode & libc::S_IFMT;
+    let is_page = stat_ok
+        && (kind == libc::S_IFCHR
+            || (kind == libc::S_IFREG && usize::try_from(st.st_size).unwrap_or(0) >= page));
+    if !is_page {
+        // SAFETY: closes the descriptor opened above, once.
+        unsafe { libc::close(fd) };
+        return Err(Unusable::NotAPage);
+    }
+    // SAFETY: a new read-only shared mapping of one page at offset 0 of an open file, with
+    // no address hint; the result is checked against MAP_FAILED.
+    let addr = unsafe {
+        libc::mmap(
+            core::ptr::null_mut(),
+            page,
+            libc::PROT_READ,
+            libc::MAP_SHARED,
+            fd,
+            0,
+        )
+    };
+    let map_errno = errno();
+    // SAFETY: closes the descriptor opened above, once; the mapping stays valid without it.
+    unsafe { libc::close(fd) };
+    if addr == libc::MAP_FAILED {
+        return Err(Unusable::Map(map_errno));
+    }
+    let region = Region(addr.cast::<u8>().cast_const());
+    let valid = region.validate();
+    if valid.is_err() {
+        // SAFETY: the mapping made above, not published anywhere, unmapped once.
+        unsafe { libc::munmap(addr, page) };
+    }
+    valid.map(|()| region)
+}
+
+/// A mapped VMClock page (the device, or a stand-in file in tests). Fields are read with
+/// atomic loads only: the hypervisor changes them under us.
+#[derive(Clone, Copy)]
+pub(crate) struct Region(pub(crate) *const u8);
+
+impl Region {
+    fn u32_at(self, offset: usize) -> u32 {
+        // SAFETY: `offset` is one of the 4-byte-aligned field offsets above, inside the
+        // mapped page; relaxed loads are plain loads, allowed on read-only memory.
+        u32::from_le(unsafe { (*self.0.add(offset).cast::<AtomicU32>()).load(Ordering::Relaxed) })
+    }
+
+    fn u64_at(self, offset: usize) -> u64 {
+        // SAFETY: as in `u32_at`, for the 8-byte-aligned fields.
+        u64::from_le(unsafe { (*self.0.add(offset).cast::<AtomicU64>()).load(Ordering::Relaxed) })
+    }
+
+    /// The counter's address in this page.
+    pub(crate) fn counter(self) -> *const AtomicU64 {
+        // SAFETY: offset 104 lies inside the mapped page.
+        unsafe { self.0.add(OFFSET_VM_GENERATION_COUNTER).cast() }
+    }
+
+    /// `flags` and `vm_generation_counter` read under the seqlock (an even `seq_count`,
+    /// the fields, the same `seq_count` again), or `None` after [`SEQLOCK_TRIES`] tries.
+    pub(crate) fn settled(self) -> Option<(u64, u64)> {
+        for _ in 0..SEQLOCK_TRIES {
+            let before = self.u32_at(OFFSET_SEQ_COUNT);
+            if before & 1 == 1 {
+                core::hint::spin_loop();
+                continue;
+            }
+            // The field loads must not be satisfied before the first `seq_count` load, nor
+            // the second `seq_count` load before them (the hypervisor's writes are ordered
+            // with write barriers: `seq_count`, the fields, `seq_count`).
+            fence(Ordering::Acquire);
+            let flags = self.u64_at(OFFSET_FLAGS);
+            let generation = self.u64_at(OFFSET_VM_GENERATION_COUNTER);
+            fence(Ordering::Acquire);
+            if self.u32_at(OFFSET_SEQ_COUNT) == before {
+                return Some((flags, generation));
+            }
+            core::hint::spin_loop();
+        }
+        None
+    }
+
+    fn validate(self) -> Result<(), Unusable> {
+        if self.u32_at(OFFSET_MAGIC) != VMCLOCK_MAGIC {
+            return Err(Unusable::BadMagic);
+        }
+        if self.u32_at(OFFSET_VERSION) & 0xffff != u32::from(VMCLOCK_VERSION) {
+            return Err(Unusable::BadVersion);
+        }
+        if self.u32_at(OFFSET_SIZE) < ABI_LEN_WITH_COUNTER {
+            return Err(Unusable::TooSmall);
+        }
+        let (flags, _) = self.settled().ok_or(Unusable::Unsettled)?;
+        if flags & VMCLOCK_FLAG_VM_GEN_COUNTER_PRESENT == 0 {
+            return Err(Unusable::NoCounter);
+        }
+        Ok(())
+    }
+}

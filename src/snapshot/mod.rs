@@ -1,0 +1,239 @@
+//! Snapshot safety: following the VM generation counter of the VMClock device, so that a
+//! guest restored from a snapshot (possibly many times, each copy with the same memory)
+//! reseeds every thread's generator before its next output, without a restore hook.
+//!
+//! # The device
+//!
+//! A hypervisor that offers VMClock (Firecracker, QEMU) exposes one page of shared memory
+//! holding a little-endian `struct vmclock_abi`; Linux's `ptp_vmclock` driver lets user space
+//! map it read-only through the misc device `/dev/vmclock0` (exactly one page, at offset 0,
+//! `PROT_READ` only). The fields used here, as in the kernel's
+//! `include/uapi/linux/vmclock-abi.h` (offsets worked out from the header in torvalds/linux
+//! at commit 3495064b, the version that has `vm_generation_counter` and
+//! `VMCLOCK_FLAG_VM_GEN_COUNTER_PRESENT`; earlier versions of the header end after
+//! `time_maxerror_*` and have neither), and the driver's `mmap` rules from
+//! `drivers/ptp/ptp_vmclock.c` at commit 1a7c3068:
+//!
+//! | offset | size | field                   | use                                        |
+//! |-------:|-----:|-------------------------|--------------------------------------------|
+//! | 0      | 4    | `magic`                 | must be `0x4b4c4356` ("VCLK")              |
+//! | 4      | 4    | `size`                  | must cover the counter (at least 112)      |
+//! | 8      | 2    | `version`               | must be 1                                  |
+//! | 12     | 4    | `seq_count`             | seqlock: odd while the hypervisor writes   |
+//! | 24     | 8    | `flags`                 | bit 8: `VM_GEN_COUNTER_PRESENT`            |
+//! | 104    | 8    | `vm_generation_counter` | a new, never-repeating value per restore   |
+//!
+//! # How reads follow it
+//!
+//! Once per process, at the first seeding, [`settled_generation`] probes the device: open it
+//! read-only, map one page `PROT_READ`/`MAP_SHARED`, close the descriptor, validate magic,
+//! size, version and the flag. On success a process-wide pointer ([`COUNTER`]) is switched
+//! from a static fallback word (always 0) to the mapped counter. Every read compares the
+//! value behind that pointer (one load of the pointer, one of the counter) with the value
+//! its thread's state saw at its last reseed; on a mismatch the read takes the slow path,
+//! which reseeds before any output. The value stored at a reseed is read under the seqlock.
+//!
+//! Anything that keeps the device from being used (no device, `EACCES` for non-root users,
+//! bad magic, size or version, the flag clear, a seqlock that never settles while probing,
+//! `mmap` failure, a big-endian or 32-bit host, another OS) leaves the fallback word in
+//! place: reads behave as without this mechanism, and [`snapshot_protection`] says so.
+
+// The device is used on little-endian 64-bit Linux only; elsewhere its reader stays unused.
+#![cfg_attr(
+    not(all(
+        target_os = "linux",
+        target_endian = "little",
+        target_pointer_width = "64"
+    )),
+    allow(dead_code)
+)]
+
+mod device;
+#[cfg(all(
+    test,
+    target_os = "linux",
+    target_endian = "little",
+    target_pointer_width = "64"
+))]
+mod tests;
+
+use core::sync::atomic::{AtomicPtr, AtomicU8, AtomicU64, Ordering};
+use device::OFFSET_VM_GENERATION_COUNTER;
+pub(crate) use device::Region;
+#[cfg(all(
+    target_os = "linux",
+    target_endian = "little",
+    target_pointer_width = "64"
+))]
+use device::map;
+
+/// The fallback counter when no device is mapped: never changes.
+pub(crate) static UNMAPPED: AtomicU64 = AtomicU64::new(0);
+
+/// The process-wide pointer to the counter every read compares with, alone on a cache line
+/// so that no frequently written static next to it slows every read down.
+#[repr(C, align(64))]
+pub(crate) struct CounterLine(pub(crate) AtomicPtr<AtomicU64>);
+
+/// Points to [`UNMAPPED`], or to `vm_generation_counter` in the mapped device page (which
+/// is never unmapped once published).
+pub(crate) static COUNTER: CounterLine =
+    CounterLine(AtomicPtr::new(core::ptr::addr_of!(UNMAPPED).cast_mut()));
+
+/// The device node of the first VMClock device.
+const DEVICE: &str = "/dev/vmclock0";
+
+/// How a process's thread-local generators are protected against VM snapshot restores.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SnapshotProtection {
+    /// The VMClock device's `vm_generation_counter` is mapped (`/dev/vmclock0`, Linux
+    /// `ptp_vmclock` driver, a hypervisor that sets `VMCLOCK_FLAG_VM_GEN_COUNTER_PRESENT`):
+    /// every thread reseeds before its first output after a restore, with no hook.
+    VmGenerationCounter,
+    /// No usable generation counter (no device, no permission, an older hypervisor or
+    /// kernel, another OS): only a call of [`crate::reseed_all`] after a restore protects
+    /// the clones from replaying each other's stream.
+    ManualOnly,
+}
+
+const UNKNOWN: u8 = 0;
+const PROBING: u8 = 1;
+const MAPPED: u8 = 2;
+const MANUAL_ONLY: u8 = 3;
+
+/// Where the probe stands: [`UNKNOWN`], [`PROBING`] (one thread maps the device; others do
+/// not wait for it), [`MAPPED`] or [`MANUAL_ONLY`].
+static PROBE: AtomicU8 = AtomicU8::new(UNKNOWN);
+
+/// The snapshot protection in force for this process's thread-local generators; `None`
+/// until the first thread has seeded (the device is probed then).
+///
+/// Linux only, on little-endian 64-bit hosts; every other platform reports
+/// [`SnapshotProtection::ManualOnly`]. Never fails or panics: an unusable device is
+/// reported as `ManualOnly`. The device is the one of Linux's `ptp_vmclock` driver
+/// (`drivers/ptp/ptp_vmclock.c`, ABI in `include/uapi/linux/vmclock-abi.h`); see
+/// `docs/SECURITY.md` for the hypervisors and kernels that provide the counter.
+pub fn snapshot_protection() -> Option<SnapshotProtection> {
+    match PROBE.load(Ordering::Acquire) {
+        MAPPED => Some(SnapshotProtection::VmGenerationCounter),
+        MANUAL_ONLY => Some(SnapshotProtection::ManualOnly),
+        _ => None,
+    }
+}
+
+/// The counter the calling thread compares with.
+#[inline(always)]
+fn counter() -> *const AtomicU64 {
+    #[cfg(test)]
+    if let Some(region) = crate::test_hooks::snapshot::thread_region() {
+        return region.counter();
+    }
+    // Acquire pairs with the Release store that publishes a mapping.
+    COUNTER.0.load(Ordering::Acquire)
+}
+
+/// The generation counter as it reads now (the fast-path check): one load of the
+/// process-wide pointer, one relaxed load of the counter, no seqlock.
+///
+/// A read that overlaps a hypervisor update may see the old value; the update is complete
+/// before a restored guest runs again, so the first read after a restore sees the new one.
+#[inline(always)]
+pub(crate) fn generation() -> u64 {
+    // SAFETY: `counter()` points to `UNMAPPED` or into a mapped, page-aligned device page
+    // that is never unmapped; the counter is 8-byte aligned (offset 104). Relaxed 64-bit
+    // loads on a 64-bit target are plain loads, which are allowed on read-only memory.
+    unsafe { (*counter()).load(Ordering::Relaxed) }
+}
+
+/// The generation counter read consistently, for a state that is about to (re)seed: probes
+/// the device first if this is the process's first seeding.
+///
+/// Reads under the seqlock; when it does not settle within the bound, returns the counter as
+/// it reads now. That is safe: the caller reseeds anyway, and a later value that differs
+/// makes the next read reseed again.
+#[cold]
+pub(crate) fn settled_generation() -> u64 {
+    if PROBE.load(Ordering::Acquire) == UNKNOWN {
+        probe_once();
+    }
+    #[cfg(test)]
+    if let Some(region) = crate::test_hooks::snapshot::thread_region() {
+        return region.settled().map_or_else(generation, |(_, g)| g);
+    }
+    match mapped_region() {
+        Some(region) => region.settled().map_or_else(generation, |(_, g)| g),
+        None => generation(),
+    }
+}
+
+/// The mapped device page, if any.
+fn mapped_region() -> Option<Region> {
+    let p = COUNTER.0.load(Ordering::Acquire);
+    if core::ptr::eq(p, &UNMAPPED) {
+        return None;
+    }
+    // SAFETY: a published counter pointer is `OFFSET_VM_GENERATION_COUNTER` bytes into a
+    // mapped page (see `probe_once`).
+    Some(Region(unsafe {
+        p.cast::<u8>().sub(OFFSET_VM_GENERATION_COUNTER)
+    }))
+}
+
+/// Claims the probe and maps the device, or returns at once if another thread has claimed
+/// it: no thread ever waits here (a child forked while another thread probed must not hang;
+/// it keeps the fallback counter).
+#[cold]
+#[inline(never)]
+fn probe_once() {
+    if PROBE
+        .compare_exchange(UNKNOWN, PROBING, Ordering::Acquire, Ordering::Relaxed)
+        .is_err()
+    {
+        return;
+    }
+    match map_device() {
+        Some(region) => {
+            #[cfg(any(test, fkrng_test_hooks))]
+            crate::test_hooks::snapshot::remember_device(region.counter());
+            COUNTER
+                .0
+                .store(region.counter().cast_mut(), Ordering::Release);
+            PROBE.store(MAPPED, Ordering::Release);
+        }
+        None => PROBE.store(MANUAL_ONLY, Ordering::Release),
+    }
+}
+
+/// The device path: `/dev/vmclock0`, or in builds with the test hooks (never a build of
+/// the published crate) the stand-in they name.
+fn device_path() -> std::ffi::OsString {
+    #[cfg(any(test, fkrng_test_hooks))]
+    if let Some(path) = crate::test_hooks::snapshot::stand_in_path() {
+        return path;
+    }
+    DEVICE.into()
+}
+
+#[cfg(all(
+    target_os = "linux",
+    target_endian = "little",
+    target_pointer_width = "64"
+))]
+fn map_device() -> Option<Region> {
+    let mapped = map(std::path::Path::new(&device_path()));
+    #[cfg(any(test, fkrng_test_hooks))]
+    if let Err(why) = &mapped {
+        crate::test_hooks::snapshot::stand_in_refused(why);
+    }
+    mapped.ok()
+}
+
+#[cfg(not(all(
+    target_os = "linux",
+    target_endian = "little",
+    target_pointer_width = "64"
+)))]
+fn map_device() -> Option<Region> {
+    let _ = device_path();
+    None
+}

@@ -1,0 +1,179 @@
+//! Hooks into the thread-local generator for the unit tests: a state without wipe-on-fork,
+//! the state's address range and what it would serve next, the check of every state
+//! release at thread exit, the lock that keeps forks away from the tests that count
+//! reseeds, and the helper that runs a read in a forked or cloned child.
+
+use crate::fork;
+use crate::generator::KEY_LEN;
+use crate::memory::{Advice, Pages};
+use crate::thread::{OWNER, STATE, Slot, ThreadState, set_up};
+use core::ptr;
+
+/// Sets up the calling thread's state, before its first read, in pages without
+/// wipe-on-fork ([`Advice::DontDumpOnly`]), so that only the atfork epoch protects it.
+pub(crate) fn set_up_without_wipe_on_fork() {
+    assert!(STATE.get().is_null(), "the thread has read before");
+    let p = set_up(fork::register_atfork, Advice::DontDumpOnly);
+    assert!(matches!(p, Ok(Some(_))), "set-up failed");
+}
+
+/// The address range of this thread's state pages (tests of the mapping's flags).
+#[cfg(any(target_os = "linux", target_os = "android"))]
+pub(crate) fn state_range() -> Option<(usize, usize)> {
+    OWNER.with(|o| {
+        let pages = o.0.take();
+        let range = pages.as_ref().map(Pages::range);
+        o.0.set(pages);
+        range
+    })
+}
+
+/// What this thread's state would serve next without a reseed (the unserved rest of its
+/// buffer, then keystream under its key) and the VM generation it last reseeded at; `None`
+/// before its first read. For the snapshot tests (little-endian 64-bit Linux).
+#[cfg(all(
+    target_os = "linux",
+    target_endian = "little",
+    target_pointer_width = "64"
+))]
+pub(crate) fn unreseeded_continuation() -> Option<(Vec<u8>, [u8; KEY_LEN], u64)> {
+    let p = STATE.get();
+    if p.is_null() || p == crate::thread::UNAVAILABLE {
+        return None;
+    }
+    // SAFETY: a non-null slot other than UNAVAILABLE is this thread's live slot, which stays
+    // mapped until the thread's owner resets the slot first (as in `thread::try_fill`).
+    unsafe {
+        crate::thread::enter(p, |st| {
+            let buffer = st.core.buffer();
+            let rest = buffer[buffer.len() - st.core.available()..].to_vec();
+            (rest, *st.core.key(), st.life.generation)
+        })
+    }
+}
+
+/// What a thread's state held just before its owner wiped and released it.
+pub(crate) struct Before {
+    pub(crate) seeded: bool,
+    pub(crate) key_nonzero: bool,
+    pub(crate) available: usize,
+}
+
+impl Before {
+    pub(crate) fn of(st: &ThreadState) -> Self {
+        Before {
+            seeded: st.life.seeded,
+            key_nonzero: st.core.key() != &[0; KEY_LEN],
+            available: st.core.available(),
+        }
+    }
+}
+
+/// One state release at thread exit: the state's address, what it held before the wipe,
+/// and whether every byte of its pages was zero after it.
+pub(crate) struct Release {
+    pub(crate) addr: usize,
+    pub(crate) before: Before,
+    pub(crate) pages_zero_after: bool,
+}
+
+static RELEASES: std::sync::Mutex<Vec<Release>> = std::sync::Mutex::new(Vec::new());
+
+/// Every state release recorded so far in this process.
+pub(crate) fn releases() -> std::sync::MutexGuard<'static, Vec<Release>> {
+    RELEASES
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Checks every byte of the state's pages (the whole mapping on Linux) just before
+/// they are released.
+pub(crate) fn record_release(before: Before, pages: &Pages<Slot>) {
+    let addr = pages.as_ptr() as usize;
+    let len = pages.range().1 - addr;
+    let pages_zero_after = (0..len).all(|i| {
+        // SAFETY: `addr..addr + len` is the live allocation behind `pages` (on Linux the
+        // whole zero-filled mapping). Volatile byte loads read the memory as the machine
+        // holds it, padding included, which is what a memory disclosure would see.
+        unsafe { ptr::read_volatile((addr + i) as *const u8) == 0 }
+    });
+    RELEASES.lock().unwrap().push(Release {
+        addr,
+        before,
+        pages_zero_after,
+    });
+}
+
+/// Keeps the process-wide epoch steady for the tests that count a state's reseeds. A
+/// `fork()` in a parallel test bumps the epoch in this process too (the atfork prepare
+/// handler), which would reseed their state mid-count: those tests hold this lock for
+/// reading, and the tests that fork hold it for writing.
+static EPOCH_USERS: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+/// Held by a test that counts reseeds: no fork starts in this process meanwhile.
+pub(crate) fn steady_epoch() -> std::sync::RwLockReadGuard<'static, ()> {
+    EPOCH_USERS
+        .read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Held by a test around its `fork()`: waits for the reseed-counting tests to finish.
+pub(crate) fn forking() -> std::sync::RwLockWriteGuard<'static, ()> {
+    EPOCH_USERS
+        .write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Runs `child` in a child process made by `fork()` (atfork handlers run) or by a raw
+/// `clone` system call (none run) and returns the 32 bytes it sends back through a pipe.
+/// The child only reads the generator, writes and `_exit`s.
+#[cfg(target_os = "linux")]
+pub(crate) fn in_child(raw_clone: bool, child: fn() -> Option<[u8; 32]>) -> [u8; 32] {
+    let _fork = forking();
+    let mut fds = [0; 2];
+    // SAFETY: `fds` has room for the two descriptors.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    // SAFETY: the child runs only `child` (a generator read: at most a `getrandom`
+    // system call and atomics), `write` and `_exit`, which are safe in a child of a
+    // multi-threaded process.
+    let pid = unsafe {
+        if raw_clone {
+            // s390x's clone takes the new stack first and the flags second.
+            #[cfg(not(target_arch = "s390x"))]
+            let pid = libc::syscall(libc::SYS_clone, libc::SIGCHLD, 0, 0, 0, 0);
+            #[cfg(target_arch = "s390x")]
+            let pid = libc::syscall(libc::SYS_clone, 0, libc::SIGCHLD, 0, 0, 0);
+            pid as libc::pid_t
+        } else {
+            libc::fork()
+        }
+    };
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        let (out, code) = match child() {
+            Some(out) => (out, 0),
+            None => ([0; 32], 1),
+        };
+        // SAFETY: writes 32 bytes from `out`, then ends the child without unwinding.
+        unsafe {
+            libc::write(fds[1], out.as_ptr().cast(), 32);
+            libc::_exit(code);
+        }
+    }
+    let mut got = [0u8; 32];
+    let mut status = 0;
+    // SAFETY: reads into `got` (at most 32 bytes), closes our descriptors, reaps `pid`.
+    unsafe {
+        libc::close(fds[1]);
+        let mut n = 0;
+        while n < 32 {
+            let r = libc::read(fds[0], got[n..].as_mut_ptr().cast(), 32 - n);
+            assert!(r > 0, "child sent {n} bytes");
+            n += r as usize;
+        }
+        libc::close(fds[0]);
+        assert_eq!(libc::waitpid(pid, &mut status, 0), pid);
+    }
+    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
+    got
+}

@@ -1,0 +1,22 @@
+//! Test hooks, in one home: what the tests, benchmarks and fuzz targets of this repository
+//! need to see or steer inside the library, and nothing a user of the crate gets.
+//!
+//! Compiled only with `cfg(test)` (the unit tests) or `--cfg fkrng_test_hooks`, which
+//! `.cargo/config.toml` sets for every build of this repository (integration tests,
+//! benchmarks, the fuzz and measurement builds of its scripts) and which a build of the
+//! published crate by a dependent never has: there the module and every call into it are
+//! absent. Hidden from the documentation; not a stable API.
+//!
+//! - [`counters`]: process-wide counts of events that leave no trace in the output.
+//! - [`snapshot`]: a stand-in file in place of the VMClock device, and switching the
+//!   counter every read compares with.
+//! - `entropy` (unit tests only): the one fake OS source.
+//! - `lifecycle` (unit tests only): a thread's state without wipe-on-fork, a look at what it
+//!   would serve next, the check of every release at thread exit, and the fork helper.
+
+pub mod counters;
+#[cfg(test)]
+pub(crate) mod entropy;
+#[cfg(test)]
+pub(crate) mod lifecycle;
+pub mod snapshot;

@@ -1,0 +1,83 @@
+//! Hooks for the snapshot tests and benchmark: a stand-in file (a tmpfs page with the VMClock
+//! ABI layout) in place of `/dev/vmclock0`, named by `FKRNG_TEST_VMCLOCK_PATH`
+//! (`scripts/vmclock-stand-in.sh` writes one); [`follow_device`] switches the process between
+//! the mapped counter and the fallback word, so that one benchmark run measures reads both
+//! ways; and, in the unit tests, a thread that follows a stand-in page of its own
+//! ([`follow`]), so that a test changes "the generation" without disturbing tests on other
+//! threads.
+
+use crate::snapshot::{COUNTER, UNMAPPED};
+use core::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+
+/// The mapped counter, once the probe succeeded.
+static DEVICE_COUNTER: AtomicPtr<AtomicU64> = AtomicPtr::new(core::ptr::null_mut());
+
+/// Records the counter the probe mapped, for [`follow_device`].
+pub(crate) fn remember_device(counter: *const AtomicU64) {
+    DEVICE_COUNTER.store(counter.cast_mut(), Ordering::Relaxed);
+}
+
+/// Points every thread's check at the mapped counter (`true`, if the probe mapped one)
+/// or at the fallback word (`false`); each thread reseeds once at its next read, as the
+/// value it compares with changes. Returns whether the mapped counter is followed.
+pub fn follow_device(on: bool) -> bool {
+    let device = DEVICE_COUNTER.load(Ordering::Relaxed);
+    let target = if on && !device.is_null() {
+        device
+    } else {
+        core::ptr::addr_of!(UNMAPPED).cast_mut()
+    };
+    COUNTER.0.store(target, Ordering::Release);
+    !core::ptr::eq(target, &UNMAPPED)
+}
+
+/// The stand-in named by `FKRNG_TEST_VMCLOCK_PATH`, probed in place of the device.
+pub(crate) fn stand_in_path() -> Option<std::ffi::OsString> {
+    std::env::var_os("FKRNG_TEST_VMCLOCK_PATH")
+}
+
+/// Stops a run that sets `FKRNG_TEST_VMCLOCK_MUST_MAP` (the lifecycle tests re-run with the
+/// stand-in present) when the stand-in was refused, rather than let it pass without it.
+#[cfg_attr(
+    not(all(
+        target_os = "linux",
+        target_endian = "little",
+        target_pointer_width = "64"
+    )),
+    allow(dead_code)
+)]
+pub(crate) fn stand_in_refused(why: &dyn core::fmt::Debug) {
+    if std::env::var_os("FKRNG_TEST_VMCLOCK_MUST_MAP").is_some() {
+        // Straight to the descriptor: the test harness captures `eprintln!`.
+        let _ = std::io::Write::write_all(
+            &mut std::io::stderr(),
+            format!("fkrng test hooks: the stand-in was refused: {why:?}\n").as_bytes(),
+        );
+        std::process::abort();
+    }
+}
+
+#[cfg(test)]
+std::thread_local! {
+    /// The stand-in page this thread follows ([`follow`]), or null.
+    static REGION: core::cell::Cell<*const u8> = const { core::cell::Cell::new(core::ptr::null()) };
+}
+
+/// The stand-in page the calling thread follows, if any.
+#[cfg(test)]
+pub(crate) fn thread_region() -> Option<crate::snapshot::Region> {
+    let p = REGION.get();
+    (!p.is_null()).then_some(crate::snapshot::Region(p))
+}
+
+/// From now on the calling thread compares its state with `region`'s counter instead of
+/// the process-wide one.
+#[cfg(all(
+    test,
+    target_os = "linux",
+    target_endian = "little",
+    target_pointer_width = "64"
+))]
+pub(crate) fn follow(region: crate::snapshot::Region) {
+    REGION.set(region.0);
+}

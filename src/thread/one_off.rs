@@ -1,0 +1,46 @@
+//! The one-off fallback: reads that cannot use the thread's state get bytes from a
+//! generator keyed with 32 fresh OS bytes for that read alone, wiped when done.
+
+use crate::Error;
+use crate::entropy::{Entropy, Os};
+use crate::generator::{Core, KEY_LEN};
+use zeroize::Zeroize;
+
+/// Why a read was served by a one-off OS-keyed generator instead of the thread's state.
+#[derive(Clone, Copy)]
+pub(crate) enum OneOff {
+    /// The read interrupted another read on the same thread (a signal handler).
+    Interrupted,
+    /// The thread has no state to offer: released at thread exit, being set up, or no
+    /// memory for it.
+    Unavailable,
+}
+/// Bytes for a read that cannot use the thread's state (a signal handler interrupting a
+/// read, a destructor after thread exit, no memory for the state): a one-off generator keyed
+/// with 32 fresh OS bytes, wiped when done.
+#[cold]
+#[inline(never)]
+pub(crate) fn one_off_fill(dest: &mut [u8], why: OneOff) -> Result<(), Error> {
+    if dest.is_empty() {
+        return Ok(());
+    }
+    #[cfg(any(test, fkrng_test_hooks))]
+    crate::test_hooks::counters::count_one_off(why);
+    #[cfg(not(any(test, fkrng_test_hooks)))]
+    let _ = why;
+    // Seeded in place (`K = 0 XOR S`) rather than through `FkeRng::from_seed`, whose
+    // by-value seed and return would leave copies of the key in dead stack frames.
+    let mut one_off = Core::new([0; KEY_LEN]);
+    let mut s = [0u8; KEY_LEN];
+    let draw = Os.seed(&mut s);
+    one_off.mix_key(&s);
+    s.zeroize();
+    if let Err(e) = draw {
+        one_off.wipe();
+        return Err(e);
+    }
+    let done: Result<(), core::convert::Infallible> = one_off.fill_with(dest, |_, _| Ok(()));
+    let Ok(()) = done;
+    one_off.wipe();
+    Ok(())
+}

@@ -1,0 +1,126 @@
+//! The per-thread state: the generator and its reseed schedule, with the small-read fast
+//! path (a copy from the buffer while the epoch and the VM generation are unchanged) and the
+//! cold slow path that (re)seeds, refills and fills directly.
+
+use super::schedule::{Clock, Lifecycle, Monotonic};
+use crate::Error;
+use crate::entropy::{Entropy, Os};
+use crate::fork;
+use crate::generator::{Core, KEY_LEN};
+use crate::snapshot;
+use core::sync::atomic::AtomicBool;
+use zeroize::Zeroize;
+
+/// One thread's generator. Valid when all-zero (empty and unseeded).
+#[repr(C)]
+pub(crate) struct ThreadState {
+    pub(crate) core: Core,
+    pub(crate) life: Lifecycle,
+}
+
+/// What a thread's state pages hold: the generator and its re-entrancy flag, which is kept
+/// outside the generator so that checking it never reads memory that a `&mut ThreadState`
+/// covers. Valid when all-zero.
+#[repr(C)]
+pub(crate) struct Slot {
+    /// Set while a read runs on this thread (see [`super::enter`]).
+    pub(crate) busy: AtomicBool,
+    pub(crate) state: ThreadState,
+}
+
+impl ThreadState {
+    #[cfg(test)]
+    pub(crate) fn zeroed() -> Box<Self> {
+        Box::new(ThreadState {
+            core: Core::new([0; KEY_LEN]),
+            life: Lifecycle::default(),
+        })
+    }
+
+    /// The small-read fast path: a length check, one relaxed atomic load of the epoch, two
+    /// loads of the VM generation counter (its address, its value), a copy and a zeroing.
+    #[inline(always)]
+    pub(super) fn fill(&mut self, dest: &mut [u8]) -> Result<(), Error> {
+        if dest.len() <= self.core.available()
+            && self.life.epoch == fork::epoch()
+            && self.life.generation == snapshot::generation()
+        {
+            self.core.serve(dest);
+            Ok(())
+        } else {
+            self.fill_slow(dest, &mut Os, &Monotonic)
+        }
+    }
+
+    /// Seeds or reseeds if the state is unseeded, from an older epoch (fork, `reseed_all`) or
+    /// from another VM generation (snapshot restore), then fills, reseeding periodically
+    /// before a refill or direct fill.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn fill_slow(
+        &mut self,
+        dest: &mut [u8],
+        os: &mut impl Entropy,
+        clock: &impl Clock,
+    ) -> Result<(), Error> {
+        if dest.is_empty() {
+            // Nothing to produce: no (re)seed, so no OS read and no OS error.
+            return Ok(());
+        }
+        let restored = self.life.seeded && self.life.generation != snapshot::generation();
+        if !self.life.seeded || self.life.epoch != fork::epoch() || restored {
+            // Strict: no output from an unseeded, inherited or restored key.
+            self.reseed(os, clock)?;
+            #[cfg(any(test, fkrng_test_hooks))]
+            if restored {
+                crate::test_hooks::counters::count_snapshot_reseed();
+            }
+        }
+        let Self { core, life, .. } = self;
+        core.fill_with(dest, |core, bytes| {
+            let now = clock.now_ns();
+            if life.due(now) {
+                // A failed periodic reseed keeps the (still secret) key; the next refill
+                // tries again.
+                let mut s = [0u8; KEY_LEN];
+                if let Ok(draw) = os.seed(&mut s) {
+                    core.mix_key(&s);
+                    life.restart(draw, now);
+                }
+                s.zeroize();
+            }
+            life.produced = life.produced.saturating_add(bytes as u64);
+            Ok::<(), Error>(())
+        })
+    }
+
+    /// `K = K XOR S` with 32 fresh OS bytes `S`, buffer wiped and emptied, counters reset.
+    /// An unseeded state has `K = 0`, so this is also the first seeding.
+    pub(super) fn reseed(
+        &mut self,
+        os: &mut impl Entropy,
+        clock: &impl Clock,
+    ) -> Result<(), Error> {
+        let epoch = fork::epoch();
+        let generation = snapshot::settled_generation();
+        let mut s = [0u8; KEY_LEN];
+        let draw = os.seed(&mut s)?;
+        self.core.mix_key(&s);
+        s.zeroize();
+        self.life.seeded = true;
+        self.life.epoch = epoch;
+        self.life.generation = generation;
+        self.life.restart(draw, clock.now_ns());
+        Ok(())
+    }
+
+    /// Zeroes every byte of the state, padding included: struct assignments may copy stack
+    /// residue (bytes of earlier seeds or keystream) into padding, so field-by-field zeroing
+    /// is not enough. The result is the empty, unseeded state.
+    pub(super) fn wipe(&mut self) {
+        // SAFETY: `ThreadState` is plain data (byte arrays, integers, bools, no pointers or
+        // `Drop` fields) and the all-zero value is a valid state, as `Pages::new_zeroed`
+        // relies on; `self` is a valid, exclusive pointer to it.
+        unsafe { zeroize::zeroize_flat_type(self as *mut Self) };
+    }
+}

@@ -1,0 +1,566 @@
+use super::schedule::{Clock, RESEED_INTERVAL_NS, RESEED_MIN_BYTES};
+use super::*;
+use crate::generator::KEY_LEN;
+use crate::memory::Advice;
+use crate::snapshot;
+use crate::test_hooks::entropy::FakeEntropy;
+use crate::test_hooks::lifecycle::{
+    Release, in_child, releases, set_up_without_wipe_on_fork, state_range, steady_epoch,
+};
+
+struct FakeClock(Cell<u64>);
+
+impl Clock for FakeClock {
+    fn now_ns(&self) -> u64 {
+        self.0.get()
+    }
+}
+
+fn read(st: &mut ThreadState, n: usize, os: &mut FakeEntropy, clock: &FakeClock) -> Vec<u8> {
+    let mut out = vec![0u8; n];
+    st.fill_slow(&mut out, os, clock).unwrap();
+    out
+}
+
+#[test]
+fn first_read_seeds_once_and_budget_is_in_range() {
+    let _epoch = steady_epoch();
+    let mut st = ThreadState::zeroed();
+    let mut os = FakeEntropy::counter();
+    let clock = FakeClock(Cell::new(5));
+    read(&mut st, 16, &mut os, &clock);
+    assert_eq!(os.calls, 1);
+    assert!(st.life.seeded);
+    assert!((RESEED_MIN_BYTES..2 * RESEED_MIN_BYTES).contains(&st.life.budget));
+    assert_eq!(st.life.produced, 1024);
+    assert_eq!(st.life.seeded_at_ns, 5);
+}
+
+#[test]
+fn byte_budget_triggers_reseed_at_a_refill() {
+    let _epoch = steady_epoch();
+    let mut st = ThreadState::zeroed();
+    let mut os = FakeEntropy::counter();
+    let clock = FakeClock(Cell::new(0));
+    read(&mut st, 16, &mut os, &clock);
+    let budget = st.life.budget;
+    // Direct fills of 64 KiB: each produces 32 + 65536 bytes of keystream.
+    let per = 65536 + 32;
+    let fills_before_due = budget.div_ceil(per) as usize;
+    for _ in 0..fills_before_due {
+        read(&mut st, 65536, &mut os, &clock);
+    }
+    assert_eq!(os.calls, 1, "no reseed before the budget is spent");
+    read(&mut st, 65536, &mut os, &clock);
+    assert_eq!(
+        os.calls, 2,
+        "reseed at the first direct fill past the budget"
+    );
+    assert_eq!(st.life.produced, per);
+}
+
+#[test]
+fn sixty_seconds_trigger_reseed_only_at_refill() {
+    let _epoch = steady_epoch();
+    let mut st = ThreadState::zeroed();
+    let mut os = FakeEntropy::counter();
+    let clock = FakeClock(Cell::new(1_000));
+    read(&mut st, 16, &mut os, &clock);
+    clock.0.set(1_000 + RESEED_INTERVAL_NS - 1);
+    read(&mut st, 976, &mut os, &clock); // empties the buffer exactly
+    assert_eq!(os.calls, 1);
+    clock.0.set(1_000 + RESEED_INTERVAL_NS);
+    assert_eq!(st.core.available(), 0);
+    read(&mut st, 16, &mut os, &clock);
+    assert_eq!(os.calls, 2);
+    assert_eq!(st.life.seeded_at_ns, 1_000 + RESEED_INTERVAL_NS);
+}
+
+#[test]
+fn failed_periodic_reseed_keeps_key_and_retries() {
+    let _epoch = steady_epoch();
+    let mut st = ThreadState::zeroed();
+    let mut os = FakeEntropy::counter();
+    let clock = FakeClock(Cell::new(0));
+    read(&mut st, 992, &mut os, &clock);
+    clock.0.set(RESEED_INTERVAL_NS * 2);
+    os.fail = true;
+    let key_before = *st.core.key();
+    let out = read(&mut st, 16, &mut os, &clock);
+    assert_ne!(out, vec![0u8; 16]);
+    assert_ne!(
+        *st.core.key(),
+        key_before,
+        "the refill still erased the key"
+    );
+    assert_eq!(os.calls, 1);
+    read(&mut st, 976, &mut os, &clock);
+    os.fail = false;
+    read(&mut st, 16, &mut os, &clock);
+    assert_eq!(os.calls, 2, "retried at the next refill");
+}
+
+#[test]
+fn unseeded_state_with_failing_os_emits_nothing() {
+    let _epoch = steady_epoch();
+    let mut st = ThreadState::zeroed();
+    let mut os = FakeEntropy::failing();
+    let clock = FakeClock(Cell::new(0));
+    let mut out = [0u8; 16];
+    assert!(st.fill_slow(&mut out, &mut os, &clock).is_err());
+    assert_eq!(out, [0u8; 16]);
+    assert!(!st.life.seeded);
+    assert_eq!(st.core.available(), 0);
+}
+
+#[test]
+fn all_zero_entropy_is_refused() {
+    let _epoch = steady_epoch();
+    let mut st = ThreadState::zeroed();
+    let mut out = [0u8; 8];
+    let err = st
+        .fill_slow(
+            &mut out,
+            &mut FakeEntropy::zeros(),
+            &FakeClock(Cell::new(0)),
+        )
+        .unwrap_err();
+    assert_eq!(err, Error::ALL_ZERO);
+    assert_eq!(out, [0u8; 8]);
+}
+
+#[test]
+fn epoch_change_reseeds_before_output_and_failure_is_fatal() {
+    let _epoch = steady_epoch();
+    let mut st = ThreadState::zeroed();
+    let mut os = FakeEntropy::counter();
+    let clock = FakeClock(Cell::new(0));
+    read(&mut st, 16, &mut os, &clock);
+    st.life.epoch = st.life.epoch.wrapping_sub(1); // as if `reseed_all` or a fork ran
+    os.fail = true;
+    let mut out = [0u8; 16];
+    assert!(st.fill_slow(&mut out, &mut os, &clock).is_err());
+    assert_eq!(out, [0u8; 16]);
+    os.fail = false;
+    let key_before = *st.core.key();
+    read(&mut st, 16, &mut os, &clock);
+    assert_eq!(os.calls, 2);
+    assert_eq!(st.life.epoch, fork::epoch());
+    assert_ne!(*st.core.key(), key_before);
+}
+
+#[test]
+fn generation_change_reseeds_before_output_and_failure_is_fatal() {
+    let _epoch = steady_epoch();
+    let mut st = ThreadState::zeroed();
+    let mut os = FakeEntropy::counter();
+    let clock = FakeClock(Cell::new(0));
+    read(&mut st, 16, &mut os, &clock);
+    let (buffer_left, key_before) = (st.core.available(), *st.core.key());
+    // As if a snapshot restore had changed the VM generation counter.
+    st.life.generation = st.life.generation.wrapping_add(1);
+    os.fail = true;
+    let mut out = [0u8; 16];
+    assert!(st.fill_slow(&mut out, &mut os, &clock).is_err());
+    assert_eq!(out, [0u8; 16], "nothing served from the restored state");
+    assert_eq!(st.core.available(), buffer_left);
+    os.fail = false;
+    let out = read(&mut st, 16, &mut os, &clock);
+    assert_eq!(os.calls, 2);
+    assert_ne!(*st.core.key(), key_before);
+    assert_eq!(st.life.generation, snapshot::generation());
+    assert_ne!(out, [0u8; 16]);
+}
+
+#[test]
+fn thread_exit_wipes_state_before_release() {
+    // A thread reads 123 bytes (seeding its state and leaving 992 - 123 unserved bytes)
+    // and reports where its state lives; its exit must zero every byte of those pages.
+    let addr = std::thread::spawn(|| {
+        let mut b = [0u8; 123];
+        crate::fill(&mut b);
+        STATE.get() as usize
+    })
+    .join()
+    .unwrap();
+    let log = releases();
+    let ours: Vec<&Release> = log.iter().filter(|r| r.addr == addr).collect();
+    assert!(
+        ours.iter()
+            .any(|r| r.before.seeded && r.before.key_nonzero && r.before.available == 992 - 123),
+        "the thread's state was released holding a seeded key and 869 unserved bytes"
+    );
+    for r in log.iter() {
+        assert!(
+            r.pages_zero_after,
+            "a state at {:#x} (seeded: {}, key non-zero: {}, unserved bytes: {}) was released with non-zero bytes",
+            r.addr, r.before.seeded, r.before.key_nonzero, r.before.available
+        );
+    }
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn state_pages_are_wipe_on_fork_and_dont_dump() {
+    crate::fill(&mut [0u8; 1]);
+    if !madvise_honoured("wf and dd flags of the state pages") {
+        return;
+    }
+    let (start, _) = state_range().expect("state mapped");
+    let flags = crate::memory::smaps_flags(start).expect("mapping listed in smaps");
+    let flags: Vec<&str> = flags.split_whitespace().collect();
+    assert!(flags.contains(&"wf"), "{flags:?}");
+    assert!(flags.contains(&"dd"), "{flags:?}");
+    assert_eq!(
+        crate::fork_protection(),
+        Some(crate::ForkProtection::WipeOnFork)
+    );
+}
+
+#[test]
+fn budget_spans_one_to_two_mib_and_reseed_comes_at_the_first_refill_past_it() {
+    let _epoch = steady_epoch();
+    for (draw, budget) in [
+        (0, RESEED_MIN_BYTES),
+        (u32::MAX, 2 * RESEED_MIN_BYTES - 1),
+        (0x0012_3456, RESEED_MIN_BYTES + 0x2_3456),
+    ] {
+        let mut os = FakeEntropy::fixed([3; KEY_LEN], draw);
+        let clock = FakeClock(Cell::new(0));
+        let mut st = ThreadState::zeroed();
+        let mut out = [0u8; 16];
+        st.fill_slow(&mut out, &mut os, &clock).unwrap();
+        assert_eq!(st.life.budget, budget);
+        // Refills of 1024 bytes: the reseed runs before the refill that starts with
+        // `produced >= budget`, i.e. before refill number ceil(budget / 1024) + 1.
+        let refills_before = budget.div_ceil(1024);
+        let mut refills = 1;
+        while refills < refills_before {
+            st.fill_slow(&mut [0u8; 992], &mut os, &clock).unwrap();
+            refills += 1;
+        }
+        assert_eq!(st.life.produced, refills_before * 1024);
+        assert_eq!(os.calls, 1, "draw {draw:#x}: no reseed inside the budget");
+        let mut rest = vec![0u8; st.core.available()];
+        st.fill_slow(&mut rest, &mut os, &clock).unwrap();
+        assert_eq!(os.calls, 1, "draw {draw:#x}: the buffer is served first");
+        st.fill_slow(&mut [0u8; 1], &mut os, &clock).unwrap();
+        assert_eq!(os.calls, 2, "draw {draw:#x}: reseed at the next refill");
+        assert_eq!(st.life.produced, 1024);
+    }
+}
+
+#[test]
+fn time_is_checked_only_when_keystream_is_made() {
+    let _epoch = steady_epoch();
+    let mut st = ThreadState::zeroed();
+    let mut os = FakeEntropy::counter();
+    let clock = FakeClock(Cell::new(0));
+    read(&mut st, 16, &mut os, &clock);
+    clock.0.set(10 * RESEED_INTERVAL_NS);
+    // Served from the buffer: no reseed however late it is.
+    read(&mut st, 900, &mut os, &clock);
+    assert_eq!(os.calls, 1);
+    // A direct fill makes keystream, so it reseeds first.
+    read(&mut st, 76 + 4096, &mut os, &clock);
+    assert_eq!(os.calls, 2);
+    assert_eq!(st.life.seeded_at_ns, 10 * RESEED_INTERVAL_NS);
+    // A clock that reads earlier than at the last seed (the process restored on
+    // another host) makes the next keystream reseed first, once.
+    clock.0.set(5);
+    read(&mut st, 4096, &mut os, &clock);
+    assert_eq!(os.calls, 3, "a clock that went backwards counts as due");
+    assert_eq!(st.life.seeded_at_ns, 5);
+    read(&mut st, 4096, &mut os, &clock);
+    assert_eq!(os.calls, 3, "and only once");
+}
+
+#[test]
+fn reseed_mixes_the_key_and_discards_the_buffer() {
+    let _epoch = steady_epoch();
+    let seed = [0x5a; KEY_LEN];
+    let clock = FakeClock(Cell::new(0));
+    let mut a = ThreadState::zeroed();
+    let mut b = ThreadState::zeroed();
+    for st in [&mut a, &mut b] {
+        let mut os = FakeEntropy::fixed(seed, 0);
+        st.fill_slow(&mut [0u8; 8], &mut os, &clock).unwrap();
+    }
+    let key_before = *a.core.key();
+    let s = [0xc3; KEY_LEN];
+    let mut os = FakeEntropy::fixed(s, 7);
+    a.reseed(&mut os, &clock).unwrap();
+    let mixed: Vec<u8> = key_before.iter().zip(&s).map(|(k, s)| k ^ s).collect();
+    assert_eq!(a.core.key()[..], mixed[..], "K = K XOR S");
+    assert_eq!(a.core.available(), 0);
+    assert!(a.core.buffer().iter().all(|&x| x == 0), "buffer wiped");
+    assert_eq!(a.life.budget, RESEED_MIN_BYTES + 7);
+    // The twin that did not reseed serves its old buffer; the reseeded one does not.
+    let mut quiet = FakeEntropy::failing();
+    let (mut x, mut y) = ([0u8; 64], [0u8; 64]);
+    a.fill_slow(&mut x, &mut quiet, &clock).unwrap();
+    b.fill_slow(&mut y, &mut quiet, &clock).unwrap();
+    assert_ne!(x, y);
+}
+
+#[test]
+fn failed_reseed_keeps_key_and_buffer() {
+    let _epoch = steady_epoch();
+    let mut st = ThreadState::zeroed();
+    let mut os = FakeEntropy::counter();
+    let clock = FakeClock(Cell::new(0));
+    read(&mut st, 16, &mut os, &clock);
+    let key = *st.core.key();
+    let avail = st.core.available();
+    os.fail = true;
+    assert!(st.reseed(&mut os, &clock).is_err());
+    assert_eq!(*st.core.key(), key);
+    assert_eq!(st.core.available(), avail);
+    assert!(st.life.seeded);
+}
+
+#[cfg(target_os = "linux")]
+fn next_32() -> Option<[u8; 32]> {
+    let mut out = [0u8; 32];
+    crate::try_fill(&mut out).ok()?;
+    Some(out)
+}
+
+/// Whether this kernel honours `madvise` advice (`fork_protection()` is `WipeOnFork`),
+/// so that the `wf` and `dd` page flags are promised. Where it is not (qemu-user accepts
+/// and ignores the advice), prints which `claim` is skipped and why. A run that sets
+/// `FKRNG_EXPECT_FORK_PROTECTION` (scripts/platforms.sh) fails when the protection
+/// found is another.
+#[cfg(target_os = "linux")]
+fn madvise_honoured(claim: &str) -> bool {
+    // A state mapped through the test hook leaves the process-wide check undone: a read
+    // on a fresh thread makes it.
+    if crate::fork_protection().is_none() {
+        std::thread::spawn(|| crate::fill(&mut [0u8; 1]))
+            .join()
+            .unwrap();
+    }
+    let found = crate::fork_protection().expect("known after a first read");
+    if let Ok(expected) = std::env::var("FKRNG_EXPECT_FORK_PROTECTION") {
+        assert_eq!(
+            format!("{found:?}"),
+            expected,
+            "FKRNG_EXPECT_FORK_PROTECTION"
+        );
+    }
+    let honoured = found == crate::ForkProtection::WipeOnFork;
+    if !honoured {
+        eprintln!(
+            "skipped: {claim}: fork protection is {found:?}, so this kernel or emulator \
+             did not honour MADV_WIPEONFORK and no page flag is promised"
+        );
+    }
+    honoured
+}
+
+/// With wipe-on-fork switched off for this thread's state, only the atfork epoch keeps a
+/// `fork()` child from replaying the parent; a raw `clone` (no atfork handler) shows
+/// that the switch took effect.
+#[cfg(target_os = "linux")]
+#[test]
+fn atfork_epoch_alone_reseeds_a_forked_child() {
+    std::thread::spawn(|| {
+        set_up_without_wipe_on_fork();
+        crate::fill(&mut [0u8; 16]);
+        let (start, _) = state_range().expect("state mapped");
+        let flags = crate::memory::smaps_flags(start).expect("mapping listed in smaps");
+        let flags: Vec<&str> = flags.split_whitespace().collect();
+        assert!(
+            !flags.contains(&"wf"),
+            "hook left wipe-on-fork on: {flags:?}"
+        );
+        if madvise_honoured("dd flag of the hook's state pages") {
+            assert!(flags.contains(&"dd"), "{flags:?}");
+        }
+
+        // Control: no wipe-on-fork and no atfork handler, so the child replays the
+        // parent's next 32 bytes (the documented limit of the epoch alone).
+        let replayed = in_child(true, next_32);
+        assert_eq!(Some(replayed), next_32());
+
+        // fork(): the prepare handler starts a new epoch in the parent before the fork
+        // (and the child handler another in the child), so both sides reseed first.
+        let epoch_before = fork::epoch();
+        let child = in_child(false, next_32);
+        assert!(
+            fork::epoch() > epoch_before,
+            "the prepare handler bumped the parent's epoch"
+        );
+        let mut parent = vec![0u8; 4096];
+        for chunk in parent.chunks_mut(32) {
+            crate::fill(chunk);
+        }
+        assert!(
+            !parent.windows(32).any(|w| w == child),
+            "the child replayed the parent's stream"
+        );
+        assert_ne!(child, [0u8; 32]);
+    })
+    .join()
+    .unwrap();
+}
+
+/// A library that registered its own fork child handler before fkrng's first read has
+/// it run first in the child; where that handler reads fkrng, with wipe-on-fork off,
+/// it must not get the parent's next bytes (the prepare handler moved the epoch before
+/// the fork). Needs a process in which fkrng has not registered its handlers yet, so
+/// the test runs itself again in a new process.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_child_handler_registered_before_fkrng_gets_fresh_bytes() {
+    const NAME: &str = "thread::tests::a_child_handler_registered_before_fkrng_gets_fresh_bytes";
+    const IN_NEW_PROCESS: &str = "FKRNG_TEST_IN_NEW_PROCESS";
+    if std::env::var_os(IN_NEW_PROCESS).is_some() {
+        return child_handler_order_in_this_process();
+    }
+    // Under an emulator (`FKRNG_TEST_RUNNER`, as in the runs for other architectures)
+    // the test binary runs through it again.
+    let runner = std::env::var("FKRNG_TEST_RUNNER").unwrap_or_default();
+    let mut runner = runner.split_whitespace();
+    let exe = std::env::current_exe().unwrap();
+    let mut command = match runner.next() {
+        Some(emulator) => {
+            let mut command = std::process::Command::new(emulator);
+            command.args(runner).arg(exe);
+            command
+        }
+        None => std::process::Command::new(exe),
+    };
+    let out = command
+        .args(["--exact", NAME, "--nocapture", "--test-threads=1"])
+        .env(IN_NEW_PROCESS, "1")
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("the earlier child handler read fresh bytes"),
+        "{text}"
+    );
+}
+
+#[cfg(target_os = "linux")]
+fn child_handler_order_in_this_process() {
+    use core::sync::atomic::AtomicU8;
+    static READ_IN_CHILD: [AtomicU8; 32] = [const { AtomicU8::new(0) }; 32];
+    extern "C" fn earlier_child_handler() {
+        let mut out = [0u8; 32];
+        if crate::try_fill(&mut out).is_ok() {
+            for (slot, b) in READ_IN_CHILD.iter().zip(out) {
+                slot.store(b, Ordering::Relaxed);
+            }
+        }
+    }
+    assert_eq!(
+        crate::fork_protection(),
+        None,
+        "fkrng was set up before the handler"
+    );
+    // SAFETY: registers a handler that lives for the whole program.
+    assert_eq!(
+        unsafe { libc::pthread_atfork(None, None, Some(earlier_child_handler)) },
+        0
+    );
+    set_up_without_wipe_on_fork();
+    crate::fill(&mut [0u8; 16]);
+    let child = in_child(false, || {
+        Some(core::array::from_fn(|i| {
+            READ_IN_CHILD[i].load(Ordering::Relaxed)
+        }))
+    });
+    let parent_next = next_32().unwrap();
+    assert_ne!(child, [0u8; 32], "the handler's read failed in the child");
+    assert_ne!(
+        child, parent_next,
+        "the earlier child handler read the parent's next bytes"
+    );
+    println!("the earlier child handler read fresh bytes");
+}
+
+/// When the fork handlers cannot be registered, a thread sets up no state and its read
+/// fails; the next read tries again.
+#[test]
+fn no_state_is_set_up_without_fork_handlers() {
+    std::thread::spawn(|| {
+        let failed = set_up(
+            || Err(Error::fork_handler(libc::ENOMEM)),
+            Advice::WipeOnFork,
+        );
+        assert_eq!(failed, Err(Error::fork_handler(libc::ENOMEM)));
+        assert!(STATE.get().is_null(), "the slot is left for a later try");
+        assert!(OWNER.with(|o| {
+            let pages = o.0.take();
+            let none = pages.is_none();
+            o.0.set(pages);
+            none
+        }));
+        let mut out = [0u8; 16];
+        try_fill(&mut out).unwrap();
+        assert!(!STATE.get().is_null() && STATE.get() != UNAVAILABLE);
+    })
+    .join()
+    .unwrap();
+}
+
+/// `crate::reseed` on a live thread: the bytes that would have come next (the rest of
+/// the buffer, then a refill under the old key) are not what comes next.
+#[test]
+fn public_reseed_changes_the_stream() {
+    std::thread::spawn(|| {
+        crate::fill(&mut [0u8; 16]);
+        let p = STATE.get();
+        // SAFETY: this thread's live slot (it made a read above).
+        let (rest_of_buffer, key) =
+            unsafe { enter(p, |st| (st.core.buffer()[16..].to_vec(), *st.core.key())) }
+                .expect("no read under way");
+        let mut after_buffer = [0u8; 32];
+        <crate::FkeRng as rand_core::SeedableRng>::from_seed(key).fill(&mut after_buffer);
+        crate::reseed().unwrap();
+        // SAFETY: as above.
+        let available = unsafe { enter(p, |st| st.core.available()) };
+        assert_eq!(available, Some(0), "buffer discarded");
+        let mut out = [0u8; 32];
+        crate::fill(&mut out);
+        assert_ne!(out[..], rest_of_buffer[..32]);
+        assert_ne!(out, after_buffer);
+    })
+    .join()
+    .unwrap();
+}
+
+#[test]
+fn slot_is_pointer_sized() {
+    assert_eq!(
+        size_of::<Cell<*mut Slot>>(),
+        size_of::<usize>(),
+        "the thread-local slot holds only a pointer"
+    );
+}
+
+#[test]
+fn empty_read_needs_no_seed_and_sets_up_nothing() {
+    let _epoch = steady_epoch();
+    // An unseeded state and an OS source that fails: nothing to produce, so no error
+    // and no OS read.
+    let mut st = ThreadState::zeroed();
+    let mut os = FakeEntropy::failing();
+    assert_eq!(
+        st.fill_slow(&mut [], &mut os, &FakeClock(Cell::new(0))),
+        Ok(())
+    );
+    assert!(!st.life.seeded);
+    // A thread whose only read is empty maps no state.
+    let slot_null = std::thread::spawn(|| {
+        try_fill(&mut []).unwrap();
+        STATE.get().is_null()
+    })
+    .join()
+    .unwrap();
+    assert!(slot_null, "an empty first read set up a state");
+}
