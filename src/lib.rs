@@ -83,6 +83,9 @@ mod snapshot;
 #[cfg(feature = "std")]
 mod thread;
 
+#[cfg(any(test, fuzzing, fkrng_test_hooks))]
+mod test_hooks;
+
 pub use generator::{BUFFER_LEN, FkeRng, KEY_LEN, REFILL_LEN};
 pub use keystream::{KeystreamPath, keystream_path};
 

@@ -10,8 +10,7 @@
 //! default) use it for every refill and direct fill unless a keystream path is pinned;
 //! optimised builds never do.
 
-use super::SIGMA;
-use crate::generator::{BLOCK_LEN, KEY_LEN};
+use super::{BLOCK_LEN, KEY_LEN, SIGMA};
 
 /// Whether this build computes keystream here: builds with debug assertions, unless a
 /// keystream path is pinned (`--cfg fkrng_keystream`, for tests of that path).
