@@ -123,6 +123,8 @@ mod signal_frames {
     /// The signal frame size, read from the auxiliary vector once (0: not read yet).
     static SIGNAL_FRAME: AtomicUsize = AtomicUsize::new(0);
 
+    cpufeatures::new!(cpuid_avx, "avx");
+
     /// Whether the process runs under valgrind: 0 not known yet, 1 no, 2 yes.
     static VALGRIND: core::sync::atomic::AtomicU8 = core::sync::atomic::AtomicU8::new(0);
 
@@ -205,9 +207,9 @@ mod signal_frames {
             // Vector registers: all 32 (and the masks) with AVX-512F, all 16 whole with AVX,
             // else the 16 SSE registers. VEX/EVEX code ends in the clean upper state, so
             // later SSE code pays no transition.
-            if std::arch::is_x86_feature_detected!("avx512f") {
+            if super::super::avx512::detected() {
                 clear_zmm();
-            } else if std::arch::is_x86_feature_detected!("avx") {
+            } else if cpuid_avx::get() {
                 clear_ymm();
             } else {
                 core::arch::asm!(

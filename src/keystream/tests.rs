@@ -11,7 +11,7 @@ fn reference(key: &[u8; KEY_LEN], counter: u64, blocks: usize) -> Vec<Block> {
 
 /// Keys and starting counters for the kernel tests: counter 0 (refills), small ones,
 /// and the highest that still fits below 2^32.
-#[cfg(all(target_arch = "x86_64", feature = "std"))]
+#[cfg(target_arch = "x86_64")]
 fn kernel_cases() -> impl Iterator<Item = ([u8; KEY_LEN], u64)> {
     (0..32u8).map(|round| {
         let key: [u8; KEY_LEN] = core::array::from_fn(|i| round.wrapping_mul(29) ^ i as u8);
@@ -21,21 +21,21 @@ fn kernel_cases() -> impl Iterator<Item = ([u8; KEY_LEN], u64)> {
 }
 
 /// Each pass kernel itself, two passes, wherever this CPU can run it.
-#[cfg(all(target_arch = "x86_64", feature = "std"))]
+#[cfg(target_arch = "x86_64")]
 #[test]
 fn pass_kernels_match_the_chacha20_crate() {
-    for kernel in &KERNELS {
+    for kernel in [dispatch::AVX512_PASS, dispatch::AVX2_PASS] {
         let blocks = 2 * kernel.lanes;
-        if !kernel.usable(KeystreamPath::Avx512, 0, blocks) {
+        if !kernel.usable(0, blocks) {
             eprintln!("{}-block kernel: not available on this CPU", kernel.lanes);
             continue;
         }
         for (key, counter) in kernel_cases() {
             let counter = counter.min((1 << 32) - blocks as u64);
-            assert!(kernel.usable(KeystreamPath::Avx512, counter, blocks));
+            assert!(kernel.usable(counter, blocks));
             let mut got = vec![[0u8; BLOCK_LEN]; blocks];
             // SAFETY: `usable(.., counter, blocks)` was checked just above.
-            unsafe { (kernel.write)(&key_words(&key), counter, &mut got) };
+            unsafe { (kernel.write)(&dispatch::key_words(&key), counter, &mut got) };
             let lanes = kernel.lanes;
             assert_eq!(
                 got,
@@ -47,7 +47,7 @@ fn pass_kernels_match_the_chacha20_crate() {
 }
 
 /// The AVX-512 tail kernel itself, including counters that carry into the high word.
-#[cfg(all(target_arch = "x86_64", feature = "std"))]
+#[cfg(target_arch = "x86_64")]
 #[test]
 fn avx512_tail_kernel_matches_the_chacha20_crate() {
     if !avx512::detected() {
@@ -56,9 +56,9 @@ fn avx512_tail_kernel_matches_the_chacha20_crate() {
     }
     for (i, (key, _)) in kernel_cases().enumerate() {
         let counter = [0u64, 3, 16, (1 << 32) - 5, (1 << 40) + 9, u64::MAX - 20][i % 6];
-        let mut got = [[0u8; BLOCK_LEN]; avx512::FEW];
+        let mut got = [[0u8; BLOCK_LEN]; TAIL_BLOCKS];
         // SAFETY: AVX-512F was detected above.
-        unsafe { avx512::write_eight(&key_words(&key), counter, &mut got) };
+        unsafe { avx512::write_tail(&dispatch::key_words(&key), counter, &mut got) };
         assert_eq!(
             got.to_vec(),
             reference(&key, counter, 8),
@@ -262,7 +262,6 @@ std::thread_local! {
 }
 
 /// Counts a kernel call in slot `index` of [`CALLS`].
-#[cfg(all(target_arch = "x86_64", feature = "std"))]
 pub(super) fn count_call(index: usize) {
     CALLS.with(|calls| {
         let mut n = calls.get();
