@@ -60,7 +60,6 @@
 mod compat;
 mod generator;
 mod keystream;
-mod rng;
 #[cfg(feature = "rustls")]
 mod rustls_random;
 
@@ -82,6 +81,8 @@ pub mod probe;
 mod snapshot;
 #[cfg(feature = "std")]
 mod thread;
+#[cfg(feature = "std")]
+mod thread_rng;
 
 #[cfg(any(test, fuzzing, fkrng_test_hooks))]
 mod test_hooks;
@@ -95,9 +96,6 @@ pub use error::Error;
 #[cfg(feature = "std")]
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 pub use fork::{ForkProtection, fork_protection};
-#[cfg(feature = "std")]
-#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
-pub use rng::ThreadRng;
 #[cfg(feature = "rustls")]
 #[cfg_attr(docsrs, doc(cfg(feature = "rustls")))]
 pub use rustls_random::RustlsRandom;
@@ -109,6 +107,9 @@ pub use snapshot::{SnapshotProtection, snapshot_protection};
 #[cfg(feature = "std")]
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 pub use thread::{RESEED_INTERVAL_NS, RESEED_MIN_BYTES};
+#[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
+pub use thread_rng::ThreadRng;
 
 /// Fills `dest` with random bytes from the calling thread's generator.
 ///
