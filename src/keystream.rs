@@ -1,8 +1,10 @@
 //! ChaCha20 keystream blocks for refills and direct fills: fkrng's own kernels on x86-64
 //! (a sixteen-block AVX-512 kernel on CPUs with AVX-512F, an eight-block AVX2 kernel on CPUs
-//! with AVX2, both detected at run time) and the `chacha20` crate everywhere else and for
-//! what the kernels leave over (fewer than eight blocks, or a block counter that would carry
-//! into its high word).
+//! with AVX2, both detected at run time, with or without `std`) and the `chacha20` crate
+//! everywhere else and for what the kernels leave over (fewer than eight blocks, or a block
+//! counter that would carry into its high word). Which kernels a build runs is one table,
+//! `keystream/dispatch.rs`; the path's names and the build-time pin are in
+//! `keystream/path.rs`.
 //!
 //! The kernels compute consecutive blocks at once in the "one word of every block per
 //! register" layout: sixteen vector registers hold word `i` of blocks `n..n + 16` (AVX-512,
@@ -10,11 +12,12 @@
 //! plain lane-wise adds, xors and rotations with no shuffling between the column and diagonal
 //! rounds, and the results are transposed once into block order at the end. A refill (16
 //! blocks) is one AVX-512 pass. The `chacha20` crate's AVX2 backend keeps two blocks per
-//! register and shuffles the rows every half round, which costs about half again as much per
-//! byte. All produce the ChaCha20 keystream of D. J. Bernstein's original definition (RFC
+//! register and shuffles the rows every half round (docs/BENCHMARKS.md compares the two).
+//! All produce the ChaCha20 keystream of D. J. Bernstein's original definition (RFC
 //! 8439's block function, 64-bit block counter in words 12-13, 64-bit nonce in words 14-15,
 //! here always zero); `tests/kat.rs` checks refills and direct fills against an independent
-//! implementation and the unit tests below check each kernel against the `chacha20` crate.
+//! implementation and the unit tests (`keystream/tests.rs`) check each kernel against the
+//! `chacha20` crate.
 //!
 //! ChaCha is add-rotate-xor only, so the kernels run in constant time like the crate's
 //! backends. Every keystream computation (kernel or crate) runs in a callee that is never
@@ -113,8 +116,7 @@ fn write_bytes_below(key: &[u8; KEY_LEN], counter: u64, out: &mut [u8]) {
 /// Writes at least the first `needed` (1 to 8) of the blocks from `counter` on to
 /// `scratch`: all eight through the path's tail kernel where it has one (the AVX-512
 /// path); otherwise eight through `write_blocks` when more than two are needed (one whole
-/// pass of the AVX2 kernel costs less than the crate's one-block-at-a-time tail), else just
-/// those blocks.
+/// AVX2 pass where the path has one), else just those blocks (see [`dispatch::Row::tail`]).
 #[inline]
 fn write_tail(
     key: &[u8; KEY_LEN],

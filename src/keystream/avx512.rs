@@ -191,9 +191,9 @@ fn diagonals(r: &mut [__m512i; 4], forward: bool) {
 ///
 /// Unlike [`write_blocks`] this keeps each block's state as four rows (one block per
 /// 128-bit lane, two groups of four blocks) and realigns the rows between column and
-/// diagonal rounds, the usual layout for one block widened to four. Eight blocks cost about
-/// as much as one this way, much less than a whole 16-block pass or the `chacha20` crate's
-/// set-up for a few blocks, which is what tails of direct fills need. The 64-bit block
+/// diagonal rounds, the usual layout for one block widened to four: what tails of direct
+/// fills need, a few blocks at any counter (its cost against a whole pass and the
+/// `chacha20` crate is in docs/BENCHMARKS.md). The 64-bit block
 /// counter may take any value (it wraps at 2^64, as the counter of RFC 8439's original
 /// 64-bit-nonce variant does).
 ///

@@ -54,8 +54,9 @@ pub(super) struct Row {
     /// and the `chacha20` crate the rest.
     pub(super) passes: &'static [PassKernel],
     /// Its tail kernel, for what the passes leave of a byte fill. Without one, a tail of
-    /// three to eight blocks is computed as a whole eight-block fill (one AVX2 pass costs
-    /// less than the crate's set-up and blocks), and a shorter one by the crate.
+    /// three to eight blocks is computed as a whole eight-block fill (one AVX2 pass where
+    /// the path has one), and a shorter one by the crate (the break-even measured in
+    /// docs/BENCHMARKS.md).
     pub(super) tail: Option<TailKernel>,
 }
 

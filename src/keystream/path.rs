@@ -20,7 +20,7 @@ pub enum KeystreamPath {
     /// elsewhere): every target that is not x86-64, and x86-64 CPUs without AVX2.
     Portable,
     /// fkrng's ChaCha20 one block at a time in plain Rust (`keystream/small_stack.rs`),
-    /// which needs about 3 KiB of stack even unoptimised: builds with debug assertions (every
+    /// which needs little stack even unoptimised: builds with debug assertions (every
     /// Cargo profile at opt-level 0, such as a dependent's debug build) take it unless a path
     /// is pinned, because unoptimised SIMD code needs more stack than a 16 KiB thread has.
     SmallStack,
