@@ -14,13 +14,10 @@
 //! small-read fast path.
 
 use crate::keystream;
+pub use crate::keystream::{BLOCK_LEN, KEY_LEN};
 use core::fmt;
 use zeroize::Zeroize;
 
-/// Size of the key `K` in bytes (ChaCha20's 256-bit key).
-pub const KEY_LEN: usize = 32;
-/// Size of one ChaCha20 block in bytes (RFC 8439, section 2.3).
-pub const BLOCK_LEN: usize = 64;
 /// Blocks produced per refill: 16 blocks, 1024 bytes.
 pub const REFILL_BLOCKS: usize = 16;
 /// Bytes produced per refill (key plus buffer): 1024.
@@ -54,7 +51,7 @@ impl Core {
     }
 
     /// The current key `K`.
-    #[cfg(any(test, fuzzing))]
+    #[cfg(any(test, fuzzing, fkrng_test_hooks))]
     #[inline]
     pub(crate) fn key(&self) -> &[u8; KEY_LEN] {
         self.block[0]
@@ -77,7 +74,7 @@ impl Core {
     }
 
     /// The 992-byte buffer, served and unserved parts (for tests of the zeroing).
-    #[cfg(test)]
+    #[cfg(any(test, fuzzing, fkrng_test_hooks))]
     pub(crate) fn buffer(&self) -> &[u8] {
         &self.block.as_flattened()[KEY_LEN..]
     }
@@ -183,41 +180,6 @@ impl Core {
     }
 }
 
-/// Moves `src` (at most 64 bytes) into `dest` and zeroes `src`, with at most four loads and
-/// eight stores of fixed width instead of calls to `memcpy` and `memset`: the usual
-/// overlapping head-and-tail copy (the two chunks cover every byte, overlapping in the
-/// middle when the length is not a power of two). Run-time lengths of small reads (slices
-/// whose length the compiler cannot see) cost about as much as the call overhead otherwise.
-///
-/// The caller guarantees `dest.len() == src.len() <= 64`.
-#[inline(always)]
-fn take_small(dest: &mut [u8], src: &mut [u8]) {
-    /// Copies the first and the last `W` bytes of `src` (`W <= n <= 2 W`) and zeroes them.
-    #[inline(always)]
-    fn head_tail<const W: usize>(dest: &mut [u8], src: &mut [u8]) {
-        debug_assert!(W <= src.len() && src.len() <= 2 * W);
-        let head: [u8; W] = *src.first_chunk().expect("n >= W");
-        let tail: [u8; W] = *src.last_chunk().expect("n >= W");
-        *dest.first_chunk_mut().expect("n >= W") = head;
-        *dest.last_chunk_mut().expect("n >= W") = tail;
-        *src.first_chunk_mut::<W>().expect("n >= W") = [0; W];
-        *src.last_chunk_mut::<W>().expect("n >= W") = [0; W];
-    }
-    debug_assert!(dest.len() == src.len() && src.len() <= 64);
-    match src.len() {
-        32..=64 => head_tail::<32>(dest, src),
-        16..=31 => head_tail::<16>(dest, src),
-        8..=15 => head_tail::<8>(dest, src),
-        4..=7 => head_tail::<4>(dest, src),
-        2..=3 => head_tail::<2>(dest, src),
-        1 => {
-            dest[0] = src[0];
-            src[0] = 0;
-        }
-        _ => {}
-    }
-}
-
 impl fmt::Debug for Core {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Core").finish_non_exhaustive()
@@ -310,38 +272,11 @@ impl FkeRng {
         out
     }
 
-    #[cfg(test)]
+    /// The state, for the unit tests and the test hooks.
+    #[cfg(any(test, fuzzing, fkrng_test_hooks))]
     pub(crate) fn core(&self) -> &Core {
         &self.core
     }
-
-    /// A read-only view of the state for the crate's own differential tests and fuzz
-    /// targets. It exists only in builds with `cfg(test)` (this crate's unit tests) or
-    /// `cfg(fuzzing)` (set by `cargo fuzz` for every crate it builds); no Cargo feature turns
-    /// it on, so no dependent can enable it in an ordinary build. It lends references and
-    /// makes no copy of the key or the buffer.
-    #[cfg(any(test, fuzzing))]
-    #[doc(hidden)]
-    pub fn inspect(&self) -> Inspect<'_> {
-        Inspect {
-            key: self.core.key(),
-            available: self.core.available(),
-            buffer: &self.core.block.as_flattened()[KEY_LEN..],
-        }
-    }
-}
-
-/// What [`FkeRng::inspect`] shows: only in `cfg(test)` and `cfg(fuzzing)` builds.
-#[cfg(any(test, fuzzing))]
-#[doc(hidden)]
-#[derive(Clone, Copy)]
-pub struct Inspect<'a> {
-    /// The key `K` (32 bytes).
-    pub key: &'a [u8; KEY_LEN],
-    /// Unserved bytes in the buffer (0 to 992).
-    pub available: usize,
-    /// The 992-byte buffer; its unserved bytes are the last `available` ones.
-    pub buffer: &'a [u8],
 }
 
 impl rand_core::SeedableRng for FkeRng {
@@ -372,96 +307,11 @@ impl fmt::Debug for FkeRng {
     }
 }
 
+mod small_copy;
+use small_copy::take_small;
+
 #[cfg(test)]
 mod differential;
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use rand_core::SeedableRng;
-
-    #[test]
-    fn served_bytes_are_zero_and_key_changes_at_every_refill() {
-        let mut rng = FkeRng::from_seed([7; 32]);
-        let mut keys = vec![*rng.core().key()];
-        let mut out = [0u8; 100];
-        for _ in 0..40 {
-            let before = rng.core().available();
-            rng.fill(&mut out);
-            assert_ne!(out, [0u8; 100]);
-            if rng.core().available() > before {
-                keys.push(*rng.core().key());
-            }
-            let served = BUFFER_LEN - rng.core().available();
-            assert!(rng.core().buffer()[..served].iter().all(|&b| b == 0));
-            assert!(rng.core().buffer()[served..].iter().any(|&b| b != 0));
-        }
-        assert_eq!(keys.len(), 1 + 40 * 100 / BUFFER_LEN + 1);
-        for (i, a) in keys.iter().enumerate() {
-            for b in &keys[i + 1..] {
-                assert_ne!(a, b);
-            }
-        }
-    }
-
-    #[test]
-    fn small_reads_of_every_length_copy_and_zero_exactly_their_bytes() {
-        for n in 0..=65usize {
-            let mut reference = FkeRng::from_seed([3; 32]);
-            let mut rng = FkeRng::from_seed([3; 32]);
-            let mut whole = [0u8; 992];
-            reference.fill(&mut whole);
-            rng.fill(&mut [0u8; 7]); // an odd offset into the buffer
-            let before = rng.core().buffer().to_vec();
-            let mut out = vec![0u8; n];
-            rng.fill(&mut out);
-            assert_eq!(out[..], whole[7..7 + n], "length {n}");
-            let after = rng.core().buffer();
-            assert!(after[..7 + n].iter().all(|&b| b == 0), "length {n}");
-            assert_eq!(
-                after[7 + n..],
-                before[7 + n..],
-                "length {n}: untouched tail"
-            );
-            assert_eq!(rng.core().available(), BUFFER_LEN - 7 - n);
-        }
-    }
-
-    #[test]
-    fn direct_fill_replaces_key_and_leaves_buffer_empty() {
-        let mut rng = FkeRng::from_seed([9; 32]);
-        let before = *rng.core().key();
-        let mut big = vec![0u8; 5000];
-        rng.fill(&mut big);
-        assert_ne!(*rng.core().key(), before);
-        assert_eq!(rng.core().available(), 0);
-        assert!(rng.core().buffer().iter().all(|&b| b == 0));
-    }
-
-    #[test]
-    fn wipe_zeroes_every_byte_padding_included() {
-        let mut mem = core::mem::MaybeUninit::<Core>::uninit();
-        let len = size_of::<Core>();
-        assert!(len > REFILL_LEN + size_of::<usize>(), "Core has padding");
-        // SAFETY: writes `len` bytes into the `Core`-sized allocation; any bytes make a valid
-        // `Core` (a byte array and an integer).
-        let core = unsafe {
-            mem.as_mut_ptr().cast::<u8>().write_bytes(0xa5, len);
-            mem.assume_init_mut()
-        };
-        core.wipe();
-        let base = mem.as_ptr().cast::<u8>();
-        let nonzero = (0..len)
-            // SAFETY: in bounds of `mem`, whose every byte was written above.
-            .filter(|&i| unsafe { core::ptr::read_volatile(base.add(i)) } != 0)
-            .count();
-        assert_eq!(nonzero, 0);
-    }
-
-    #[test]
-    fn debug_shows_no_bytes() {
-        let rng = FkeRng::from_seed([0xab; 32]);
-        let text = format!("{rng:?}");
-        assert_eq!(text, "FkeRng { .. }");
-    }
-}
+mod tests;

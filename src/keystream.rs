@@ -1,8 +1,10 @@
 //! ChaCha20 keystream blocks for refills and direct fills: fkrng's own kernels on x86-64
 //! (a sixteen-block AVX-512 kernel on CPUs with AVX-512F, an eight-block AVX2 kernel on CPUs
-//! with AVX2, both detected at run time) and the `chacha20` crate everywhere else and for
-//! what the kernels leave over (fewer than eight blocks, or a block counter that would carry
-//! into its high word).
+//! with AVX2, both detected at run time, with or without `std`) and the `chacha20` crate
+//! everywhere else and for what the kernels leave over (fewer than eight blocks, or a block
+//! counter that would carry into its high word). Which kernels a build runs is one table,
+//! `keystream/dispatch.rs`; the path's names and the build-time pin are in
+//! `keystream/path.rs`.
 //!
 //! The kernels compute consecutive blocks at once in the "one word of every block per
 //! register" layout: sixteen vector registers hold word `i` of blocks `n..n + 16` (AVX-512,
@@ -10,11 +12,12 @@
 //! plain lane-wise adds, xors and rotations with no shuffling between the column and diagonal
 //! rounds, and the results are transposed once into block order at the end. A refill (16
 //! blocks) is one AVX-512 pass. The `chacha20` crate's AVX2 backend keeps two blocks per
-//! register and shuffles the rows every half round, which costs about half again as much per
-//! byte. All produce the ChaCha20 keystream of D. J. Bernstein's original definition (RFC
+//! register and shuffles the rows every half round (docs/BENCHMARKS.md compares the two).
+//! All produce the ChaCha20 keystream of D. J. Bernstein's original definition (RFC
 //! 8439's block function, 64-bit block counter in words 12-13, 64-bit nonce in words 14-15,
 //! here always zero); `tests/kat.rs` checks refills and direct fills against an independent
-//! implementation and the unit tests below check each kernel against the `chacha20` crate.
+//! implementation and the unit tests (`keystream/tests.rs`) check each kernel against the
+//! `chacha20` crate.
 //!
 //! ChaCha is add-rotate-xor only, so the kernels run in constant time like the crate's
 //! backends. Every keystream computation (kernel or crate) runs in a callee that is never
@@ -26,255 +29,36 @@
 //! no pin compute keystream with `keystream/small_stack.rs` instead, for a small stack at
 //! opt-level 0 ([`KeystreamPath::SmallStack`]).
 
-use crate::generator::{BLOCK_LEN, KEY_LEN};
 use chacha20::ChaCha20LegacyCore;
 use chacha20::cipher::array::Array;
 use chacha20::cipher::{KeyIvInit, StreamCipherCore};
 
+/// Size of the key `K` in bytes (ChaCha20's 256-bit key).
+pub const KEY_LEN: usize = 32;
+/// Size of one ChaCha20 block in bytes (RFC 8439, section 2.3).
+pub const BLOCK_LEN: usize = 64;
+
 /// One keystream block.
 pub(crate) type Block = [u8; BLOCK_LEN];
-
-/// The keystream path that refills and direct fills take: one of fkrng's x86-64 kernels, the
-/// `chacha20` crate, or (in builds with debug assertions) fkrng's one-block plain-Rust code.
-/// [`keystream_path`] names the one this build takes on this CPU. Every path gives the same
-/// bytes; more may be added (for example for other architectures).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum KeystreamPath {
-    /// fkrng's sixteen-block AVX-512 kernel (x86-64 CPUs with AVX-512F), with its
-    /// eight-block AVX2 kernel for what is left of a fill after whole 16-block passes (1 KiB
-    /// each) and its eight-block AVX-512 tail kernel for partial passes.
-    Avx512,
-    /// fkrng's eight-block AVX2 kernel (x86-64 CPUs with AVX2 but not AVX-512F), 512 bytes
-    /// per pass.
-    Avx2,
-    /// The `chacha20` crate alone, with the backend it picks for itself (SSE2, AVX2 or, when
-    /// built with `--cfg chacha20_avx512`, AVX-512 on x86-64; NEON on AArch64; plain Rust
-    /// elsewhere): every target that is not x86-64, builds without the `std` feature (which
-    /// the run-time CPU detection needs), and x86-64 CPUs without AVX2.
-    Portable,
-    /// fkrng's ChaCha20 one block at a time in plain Rust (`keystream/small_stack.rs`),
-    /// which needs about 3 KiB of stack even unoptimised: builds with debug assertions (every
-    /// Cargo profile at opt-level 0, such as a dependent's debug build) take it unless a path
-    /// is pinned, because unoptimised SIMD code needs more stack than a 16 KiB thread has.
-    SmallStack,
-}
-
-impl KeystreamPath {
-    /// The lower-case name used by `fkrng --version` and by the `fkrng_keystream` build
-    /// switch: `avx512`, `avx2` or `portable` (and `small-stack`, which is not a pin).
-    pub const fn name(self) -> &'static str {
-        match self {
-            KeystreamPath::Avx512 => "avx512",
-            KeystreamPath::Avx2 => "avx2",
-            KeystreamPath::Portable => "portable",
-            KeystreamPath::SmallStack => "small-stack",
-        }
-    }
-
-    /// Whether a kernel of `self`'s path may run under `path`: the AVX-512 path also uses
-    /// the AVX2 kernel for remainders, the portable path no kernel at all.
-    #[cfg(all(target_arch = "x86_64", feature = "std"))]
-    #[inline(always)]
-    fn runs_under(self, path: KeystreamPath) -> bool {
-        match self {
-            KeystreamPath::Avx512 => path == KeystreamPath::Avx512,
-            KeystreamPath::Avx2 => matches!(path, KeystreamPath::Avx512 | KeystreamPath::Avx2),
-            KeystreamPath::Portable | KeystreamPath::SmallStack => true,
-        }
-    }
-}
-
-impl core::fmt::Display for KeystreamPath {
-    /// Writes [`KeystreamPath::name`].
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-// The build-time pin of the keystream path, for tests: `--cfg fkrng_keystream="avx512"`,
-// `"avx2"` or `"portable"` in RUSTFLAGS (see docs/ASSURANCE.md). A pin to a kernel this
-// target cannot have is a build error; one to a kernel this CPU lacks panics at the first
-// refill (see `keystream_path`).
-#[cfg(all(
-    any(fkrng_keystream = "avx512", fkrng_keystream = "avx2"),
-    not(all(target_arch = "x86_64", feature = "std"))
-))]
-compile_error!(
-    "--cfg fkrng_keystream=\"avx512\" or \"avx2\" needs target_arch x86_64 and the std feature"
-);
-#[cfg(any(
-    all(fkrng_keystream = "avx512", fkrng_keystream = "avx2"),
-    all(fkrng_keystream = "avx512", fkrng_keystream = "portable"),
-    all(fkrng_keystream = "avx2", fkrng_keystream = "portable")
-))]
-compile_error!("more than one --cfg fkrng_keystream value given");
-
-/// The keystream path fixed at build time by `--cfg fkrng_keystream="..."`, if any.
-const PINNED: Option<KeystreamPath> = if cfg!(fkrng_keystream = "avx512") {
-    Some(KeystreamPath::Avx512)
-} else if cfg!(fkrng_keystream = "avx2") {
-    Some(KeystreamPath::Avx2)
-} else if cfg!(fkrng_keystream = "portable") {
-    Some(KeystreamPath::Portable)
-} else {
-    None
-};
-
-/// The keystream path that refills and direct fills take in this build on this CPU: the
-/// widest kernel the CPU has (detected at run time with CPUID, cached by `std`), or the one
-/// pinned at build time with `--cfg fkrng_keystream="avx512"|"avx2"|"portable"` (a switch
-/// for tests), or in builds with debug assertions and no pin
-/// [`KeystreamPath::SmallStack`]. `fkrng --version` prints it as `keystream: <name>`.
-///
-/// # Panics
-/// Only in a build pinned to a kernel this CPU lacks (for example `avx512` on a CPU without
-/// AVX-512F): the pin never falls back to another path, so that a test run meant for one
-/// kernel cannot pass on another. Every read of such a build panics the same way.
-#[inline]
-pub fn keystream_path() -> KeystreamPath {
-    if small_stack::IN_USE {
-        return KeystreamPath::SmallStack;
-    }
-    #[cfg(all(target_arch = "x86_64", feature = "std"))]
-    {
-        let detected = if avx512::detected() {
-            KeystreamPath::Avx512
-        } else if avx2::detected() {
-            KeystreamPath::Avx2
-        } else {
-            KeystreamPath::Portable
-        };
-        match PINNED {
-            None => detected,
-            Some(pin) if pin.runs_under(detected) => pin,
-            Some(pin) => pin_unavailable(pin, detected),
-        }
-    }
-    #[cfg(not(all(target_arch = "x86_64", feature = "std")))]
-    {
-        // The only path here; a pin to another one is a build error (above).
-        PINNED.unwrap_or(KeystreamPath::Portable)
-    }
-}
-
-#[cfg(all(target_arch = "x86_64", feature = "std"))]
-#[cold]
-#[inline(never)]
-fn pin_unavailable(pin: KeystreamPath, detected: KeystreamPath) -> ! {
-    panic!(
-        "fkrng: built with --cfg fkrng_keystream=\"{pin}\", but this CPU only has the \
-         {detected} keystream path; the pin does not fall back"
-    )
-}
 
 /// "expand 32-byte k" as four little-endian words (RFC 8439, section 2.3).
 const SIGMA: [u32; 4] = [0x6170_7865, 0x3320_646e, 0x7962_2d32, 0x6b20_6574];
 
-/// The key as eight little-endian words, the kernels' input.
-#[cfg(all(target_arch = "x86_64", feature = "std"))]
-#[inline(always)]
-fn key_words(key: &[u8; KEY_LEN]) -> [u32; 8] {
-    core::array::from_fn(|i| {
-        u32::from_le_bytes(*key[4 * i..].first_chunk().expect("4 bytes of the key"))
-    })
-}
-
-/// Whether blocks `counter..counter + blocks` keep the high counter word (word 13) fixed:
-/// the kernels add lane offsets to the low word only.
-#[cfg(all(target_arch = "x86_64", feature = "std"))]
-#[inline(always)]
-fn low_counter_fits(counter: u64, blocks: usize) -> bool {
-    counter.saturating_add(blocks as u64) <= 1 << 32
-}
-
 /// Writes keystream blocks `counter..counter + out.len()` under `key` (nonce zero) to `out`.
 #[inline]
 pub(crate) fn write_blocks(key: &[u8; KEY_LEN], counter: u64, out: &mut [Block]) {
-    #[cfg(all(target_arch = "x86_64", feature = "std"))]
-    let (counter, out) = {
-        let mut words = key_words(key);
-        let left = with_kernels(&words, counter, out);
+    let row = dispatch::selected();
+    let (counter, out) = if row.passes.is_empty() {
+        (counter, out)
+    } else {
+        let mut words = dispatch::key_words(key);
+        let left = dispatch::with_kernels(row, &words, counter, out);
         zeroize::Zeroize::zeroize(&mut words);
         left
     };
     if !out.is_empty() {
         with_crate(key, counter, out);
     }
-}
-
-/// One of fkrng's pass kernels: blocks per pass, the CPU feature it needs, and the kernel.
-#[cfg(all(target_arch = "x86_64", feature = "std"))]
-struct Kernel {
-    /// The keystream path this kernel belongs to.
-    path: KeystreamPath,
-    lanes: usize,
-    /// Whether this CPU has the kernel's instruction set (detected at run time).
-    detected: fn() -> bool,
-    /// Writes keystream blocks `counter..counter + out.len()` under the key words.
-    ///
-    /// # Safety
-    /// Only where [`Kernel::usable`]`(path, counter, out.len())` holds for some path.
-    write: unsafe fn(key: &[u32; 8], counter: u64, out: &mut [Block]),
-}
-
-#[cfg(all(target_arch = "x86_64", feature = "std"))]
-impl Kernel {
-    /// Whether the kernel may write `blocks` blocks from `counter` on: a whole, non-zero
-    /// number of passes, no carry out of the low counter word (the kernels add lane offsets
-    /// to word 12 only), the kernel part of `path`, and its instruction set present.
-    #[inline(always)]
-    fn usable(&self, path: KeystreamPath, counter: u64, blocks: usize) -> bool {
-        blocks.is_multiple_of(self.lanes)
-            && blocks > 0
-            && low_counter_fits(counter, blocks)
-            && self.path.runs_under(path)
-            && (self.detected)()
-    }
-}
-
-/// The pass kernels, fastest first.
-#[cfg(all(target_arch = "x86_64", feature = "std"))]
-const KERNELS: [Kernel; 2] = [
-    Kernel {
-        path: KeystreamPath::Avx512,
-        lanes: avx512::LANES,
-        detected: avx512::detected,
-        write: avx512::write_blocks,
-    },
-    Kernel {
-        path: KeystreamPath::Avx2,
-        lanes: avx2::LANES,
-        detected: avx2::detected,
-        write: avx2::write_blocks,
-    },
-];
-
-/// Writes the longest prefix of `out` that whole kernel passes can cover (16-block AVX-512
-/// passes first, then 8-block AVX2 passes), and returns the counter and blocks left over
-/// for the crate: fewer than 8 blocks, or all of them on a CPU without AVX2 or where the
-/// low counter word would carry.
-#[cfg(all(target_arch = "x86_64", feature = "std"))]
-#[inline]
-fn with_kernels<'a>(
-    words: &[u32; 8],
-    mut counter: u64,
-    mut out: &'a mut [Block],
-) -> (u64, &'a mut [Block]) {
-    let path = keystream_path();
-    for kernel in &KERNELS {
-        let whole = out.len() - out.len() % kernel.lanes;
-        if kernel.usable(path, counter, whole) {
-            let (head, rest) = core::mem::take(&mut out).split_at_mut(whole);
-            // SAFETY: `usable(path, counter, whole)` holds, and `head` is `whole` blocks long.
-            unsafe { (kernel.write)(words, counter, head) };
-            #[cfg(test)]
-            tests::count_call(if kernel.lanes == avx512::LANES { 0 } else { 1 });
-            counter += whole as u64;
-            out = rest;
-        }
-    }
-    (counter, out)
 }
 
 /// Writes the keystream from the start of block `counter` on into `out`, any number of bytes:
@@ -312,13 +96,13 @@ fn write_bytes_below(key: &[u8; KEY_LEN], counter: u64, out: &mut [u8]) {
         return;
     }
     let (blocks, _) = out.as_chunks_mut::<BLOCK_LEN>();
-    let whole = blocks.len() - blocks.len() % PASS;
+    let whole = blocks.len() - blocks.len() % TAIL_BLOCKS;
     write_blocks(key, counter, &mut blocks[..whole]);
     let rest = &mut out[whole * BLOCK_LEN..];
     if rest.is_empty() {
         return;
     }
-    let mut scratch = [[0u8; BLOCK_LEN]; PASS];
+    let mut scratch = [[0u8; BLOCK_LEN]; TAIL_BLOCKS];
     write_tail(
         key,
         counter.wrapping_add(whole as u64),
@@ -330,29 +114,35 @@ fn write_bytes_below(key: &[u8; KEY_LEN], counter: u64, out: &mut [u8]) {
 }
 
 /// Writes at least the first `needed` (1 to 8) of the blocks from `counter` on to
-/// `scratch`: eight through the AVX-512 tail kernel on the AVX-512 path; otherwise
-/// eight through `write_blocks` when more than two are needed (one whole pass of the AVX2
-/// kernel costs less than the crate's one-block-at-a-time tail), else just those blocks.
+/// `scratch`: all eight through the path's tail kernel where it has one (the AVX-512
+/// path); otherwise eight through `write_blocks` when more than two are needed (one whole
+/// AVX2 pass where the path has one), else just those blocks (see [`dispatch::Row::tail`]).
 #[inline]
-fn write_tail(key: &[u8; KEY_LEN], counter: u64, needed: usize, scratch: &mut [Block; PASS]) {
-    debug_assert!((1..=PASS).contains(&needed));
-    #[cfg(all(target_arch = "x86_64", feature = "std"))]
-    if keystream_path() == KeystreamPath::Avx512 {
-        let mut words = key_words(key);
-        // SAFETY: the AVX-512 path is taken only where the CPU has AVX-512F (detected at
-        // run time; a pin to it panics otherwise).
-        unsafe { avx512::write_eight(&words, counter, scratch) };
+fn write_tail(
+    key: &[u8; KEY_LEN],
+    counter: u64,
+    needed: usize,
+    scratch: &mut [Block; TAIL_BLOCKS],
+) {
+    debug_assert!((1..=TAIL_BLOCKS).contains(&needed));
+    if let Some(tail) = dispatch::selected().tail {
+        let mut words = dispatch::key_words(key);
+        // SAFETY: the tail kernel is that of the selected row, which this CPU has (a pin to
+        // a row it lacks panics in `selected`).
+        unsafe { tail(&words, counter, scratch) };
         zeroize::Zeroize::zeroize(&mut words);
         #[cfg(test)]
         tests::count_call(2);
         return;
     }
-    let computed = if needed > 2 { PASS } else { needed };
+    let computed = if needed > 2 { TAIL_BLOCKS } else { needed };
     write_blocks(key, counter, &mut scratch[..computed]);
 }
 
-/// Blocks per pass of the AVX2 kernel and per tail (8); `write_bytes` works in these units.
-const PASS: usize = 8;
+/// Blocks per tail, the part of a byte fill that whole passes leave (8, 512 bytes): the
+/// AVX-512 tail kernel's output and, on the AVX2 path, one pass of its kernel.
+/// `write_bytes` works in these units.
+const TAIL_BLOCKS: usize = 8;
 
 /// Overwrites `blocks` with the 16 keystream blocks 0..16 of the key held in the first 32
 /// bytes of `blocks` (the key is read before anything is written). The computation runs in
@@ -372,12 +162,12 @@ fn refill_below(blocks: &mut [Block; 16]) {
         zeroize::Zeroize::zeroize(&mut key);
         return;
     }
-    #[cfg(all(target_arch = "x86_64", feature = "std"))]
-    {
-        let mut words = key_words(blocks[0].first_chunk().expect("a block holds a key"));
+    let row = dispatch::selected();
+    if !row.passes.is_empty() {
+        let mut words = dispatch::key_words(blocks[0].first_chunk().expect("a block holds a key"));
         // The key is now in `words`, so the kernels may write over `blocks`; where none
         // may, all 16 blocks are left and the key is still in place for the crate.
-        let done = with_kernels(&words, 0, blocks).1.is_empty();
+        let done = dispatch::with_kernels(row, &words, 0, blocks).1.is_empty();
         zeroize::Zeroize::zeroize(&mut words);
         if done {
             return;
@@ -399,330 +189,17 @@ fn with_crate(key: &[u8; KEY_LEN], counter: u64, out: &mut [Block]) {
     // `cipher` is zeroized by its `Drop`.
 }
 
-#[cfg(all(target_arch = "x86_64", feature = "std"))]
+#[cfg(target_arch = "x86_64")]
 mod avx2;
-#[cfg(all(target_arch = "x86_64", feature = "std"))]
+#[cfg(target_arch = "x86_64")]
 mod avx512;
+mod dispatch;
+mod path;
 mod scrub;
 mod small_stack;
 
+use path::PINNED;
+pub use path::{KeystreamPath, keystream_path};
+
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn reference(key: &[u8; KEY_LEN], counter: u64, blocks: usize) -> Vec<Block> {
-        let mut out = vec![[0u8; BLOCK_LEN]; blocks];
-        with_crate(key, counter, &mut out);
-        out
-    }
-
-    /// Keys and starting counters for the kernel tests: counter 0 (refills), small ones,
-    /// and the highest that still fits below 2^32.
-    #[cfg(all(target_arch = "x86_64", feature = "std"))]
-    fn kernel_cases() -> impl Iterator<Item = ([u8; KEY_LEN], u64)> {
-        (0..32u8).map(|round| {
-            let key: [u8; KEY_LEN] = core::array::from_fn(|i| round.wrapping_mul(29) ^ i as u8);
-            let counter = [0u64, 16, 1 << 20, (1 << 32) - 32][usize::from(round % 4)];
-            (key, counter)
-        })
-    }
-
-    /// Each pass kernel itself, two passes, wherever this CPU can run it.
-    #[cfg(all(target_arch = "x86_64", feature = "std"))]
-    #[test]
-    fn pass_kernels_match_the_chacha20_crate() {
-        for kernel in &KERNELS {
-            let blocks = 2 * kernel.lanes;
-            if !kernel.usable(KeystreamPath::Avx512, 0, blocks) {
-                eprintln!("{}-block kernel: not available on this CPU", kernel.lanes);
-                continue;
-            }
-            for (key, counter) in kernel_cases() {
-                let counter = counter.min((1 << 32) - blocks as u64);
-                assert!(kernel.usable(KeystreamPath::Avx512, counter, blocks));
-                let mut got = vec![[0u8; BLOCK_LEN]; blocks];
-                // SAFETY: `usable(.., counter, blocks)` was checked just above.
-                unsafe { (kernel.write)(&key_words(&key), counter, &mut got) };
-                let lanes = kernel.lanes;
-                assert_eq!(
-                    got,
-                    reference(&key, counter, blocks),
-                    "{lanes}-block, {counter}"
-                );
-            }
-        }
-    }
-
-    /// The AVX-512 tail kernel itself, including counters that carry into the high word.
-    #[cfg(all(target_arch = "x86_64", feature = "std"))]
-    #[test]
-    fn avx512_tail_kernel_matches_the_chacha20_crate() {
-        if !avx512::detected() {
-            eprintln!("no AVX-512F on this CPU: tail kernel not tested");
-            return;
-        }
-        for (i, (key, _)) in kernel_cases().enumerate() {
-            let counter = [0u64, 3, 16, (1 << 32) - 5, (1 << 40) + 9, u64::MAX - 20][i % 6];
-            let mut got = [[0u8; BLOCK_LEN]; avx512::FEW];
-            // SAFETY: AVX-512F was detected above.
-            unsafe { avx512::write_eight(&key_words(&key), counter, &mut got) };
-            assert_eq!(
-                got.to_vec(),
-                reference(&key, counter, 8),
-                "counter {counter}"
-            );
-        }
-    }
-
-    #[test]
-    fn matches_the_chacha20_crate_for_many_keys_and_counters() {
-        let mut key = [0u8; KEY_LEN];
-        for round in 0..64u32 {
-            for (i, b) in key.iter_mut().enumerate() {
-                *b = (round as u8)
-                    .wrapping_mul(37)
-                    .wrapping_add((i as u8).wrapping_mul(11))
-                    ^ 0xa5;
-            }
-            let counter = [0u64, 8, 16, 1 << 20, (1 << 32) - 64][round as usize % 5];
-            for blocks in [8usize, 16, 24, 40, 64, 72] {
-                let mut got = vec![[0u8; BLOCK_LEN]; blocks];
-                write_blocks(&key, counter, &mut got);
-                assert_eq!(
-                    got,
-                    reference(&key, counter, blocks),
-                    "round {round} {blocks}"
-                );
-            }
-        }
-    }
-
-    #[test]
-    fn write_bytes_matches_the_crate_for_every_tail_length() {
-        let key = [0x5c; KEY_LEN];
-        let reference_bytes = reference(&key, 3, 40).as_flattened().to_vec();
-        for len in (0..=1200)
-            .step_by(7)
-            .chain([512, 513, 575, 576, 1024, 2559, 2560])
-        {
-            let mut got = vec![0u8; len];
-            write_bytes(&key, 3, &mut got);
-            assert_eq!(got[..], reference_bytes[..len], "length {len}");
-        }
-    }
-
-    #[test]
-    fn counter_carry_and_odd_lengths_take_the_crate() {
-        let key = [0x42; KEY_LEN];
-        for (counter, blocks) in [((1u64 << 32) - 4, 8usize), (5, 3), (u64::MAX - 20, 16)] {
-            let mut got = vec![[0u8; BLOCK_LEN]; blocks];
-            write_blocks(&key, counter, &mut got);
-            assert_eq!(got, reference(&key, counter, blocks));
-        }
-    }
-
-    /// Byte painted over a measuring thread's stack.
-    #[cfg(target_os = "linux")]
-    const PAINT: u8 = 0xa7;
-
-    /// Runs `f` on a thread whose 64 KiB stack (below a `PROT_NONE` guard page) is painted
-    /// with [`PAINT`] beforehand, and returns how many bytes below the address `f` returns
-    /// were written: the depth of the deepest frame that `f`'s callees reached below it.
-    #[cfg(target_os = "linux")]
-    fn deepest_below(f: fn() -> usize) -> usize {
-        // 64 KiB, or the C library's minimum where that is larger (128 KiB on AArch64).
-        const SIZE: usize = if libc::PTHREAD_STACK_MIN > 64 << 10 {
-            libc::PTHREAD_STACK_MIN
-        } else {
-            64 << 10
-        };
-        const GUARD: usize = 4096;
-        struct Job {
-            f: fn() -> usize,
-            top: usize,
-        }
-        extern "C" fn run(job: *mut libc::c_void) -> *mut libc::c_void {
-            // SAFETY: `job` is the `Job` that `deepest_below` passed and outlives the thread.
-            let job = unsafe { &mut *job.cast::<Job>() };
-            job.top = (job.f)();
-            core::ptr::null_mut()
-        }
-        // SAFETY: a fresh anonymous mapping, its lowest page made inaccessible, painted and
-        // handed to one thread as its stack, joined before the mapping is read and unmapped.
-        unsafe {
-            let base = libc::mmap(
-                core::ptr::null_mut(),
-                GUARD + SIZE,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
-                -1,
-                0,
-            );
-            assert_ne!(base, libc::MAP_FAILED);
-            assert_eq!(libc::mprotect(base, GUARD, libc::PROT_NONE), 0);
-            let stack = base.cast::<u8>().add(GUARD);
-            stack.write_bytes(PAINT, SIZE);
-            let mut attr: libc::pthread_attr_t = core::mem::zeroed();
-            assert_eq!(libc::pthread_attr_init(&mut attr), 0);
-            assert_eq!(
-                libc::pthread_attr_setstack(&mut attr, stack.cast(), SIZE),
-                0
-            );
-            let mut job = Job { f, top: 0 };
-            let mut thread: libc::pthread_t = 0;
-            let job_ptr = (&raw mut job).cast();
-            assert_eq!(libc::pthread_create(&mut thread, &attr, run, job_ptr), 0);
-            assert_eq!(libc::pthread_join(thread, core::ptr::null_mut()), 0);
-            libc::pthread_attr_destroy(&mut attr);
-            let untouched = (0..SIZE)
-                .take_while(|&i| stack.add(i).read_volatile() == PAINT)
-                .count();
-            let lowest = stack as usize + untouched;
-            libc::munmap(base, GUARD + SIZE);
-            assert!(untouched > 0, "the thread used its whole stack");
-            job.top - lowest
-        }
-    }
-
-    /// About the stack pointer of the function that calls this: the address of a local
-    /// (callers keep their buffers on the heap, so that nothing of theirs lies below it).
-    #[cfg(target_os = "linux")]
-    #[inline(always)]
-    fn here() -> usize {
-        let marker = 0u8;
-        core::hint::black_box(&raw const marker) as usize
-    }
-
-    /// The scrub reaches deeper than every keystream computation of this build and CPU: a
-    /// refill, a direct fill's blocks past the refill (whole passes and every tail length)
-    /// and the `chacha20` crate alone, each measured on a painted stack, plus the red zone
-    /// and signal-frame alignment below it.
-    #[cfg(target_os = "linux")]
-    #[test]
-    fn scrub_covers_the_deepest_keystream_frame() {
-        #[inline(never)]
-        fn refill() -> usize {
-            let mut blocks = Box::new([[0x3cu8; BLOCK_LEN]; 16]);
-            let top = here();
-            refill_below(core::hint::black_box(&mut blocks));
-            top
-        }
-        #[inline(never)]
-        fn direct() -> usize {
-            let mut out = vec![0u8; 40 * BLOCK_LEN + 17];
-            let top = here();
-            for len in [BLOCK_LEN, 3 * BLOCK_LEN + 5, 8 * BLOCK_LEN, out.len()] {
-                write_bytes_below(&[0x3c; KEY_LEN], 16, core::hint::black_box(&mut out[..len]));
-            }
-            top
-        }
-        #[inline(never)]
-        fn crate_alone() -> usize {
-            let mut out = vec![[0u8; BLOCK_LEN]; 16];
-            let top = here();
-            with_crate(&[0x3c; KEY_LEN], 0, core::hint::black_box(&mut out));
-            top
-        }
-        let margin = 128 + 64;
-        // The crate runs only where the small-stack code does not.
-        let depths = [
-            ("refill", refill as fn() -> usize),
-            ("direct fill", direct),
-            ("chacha20 crate", crate_alone),
-        ]
-        .map(|(name, f)| (name, deepest_below(f)));
-        let depths = &depths[..if small_stack::IN_USE { 2 } else { 3 }];
-        for &(name, depth) in depths {
-            eprintln!(
-                "{name}: {depth} bytes below the caller; scrub {} bytes",
-                scrub::SCRUB_BYTES
-            );
-        }
-        for &(name, depth) in depths {
-            assert!(depth > 0, "{name}: nothing measured");
-            assert!(
-                depth + margin <= scrub::SCRUB_BYTES,
-                "{name}: {depth} + {margin} bytes > scrub of {}",
-                scrub::SCRUB_BYTES
-            );
-        }
-    }
-
-    /// The small-stack block function against the crate, whether or not this build uses it.
-    #[test]
-    fn small_stack_matches_the_chacha20_crate() {
-        let key: [u8; KEY_LEN] = core::array::from_fn(|i| (i as u8).wrapping_mul(77) ^ 0x1d);
-        for counter in [0u64, 5, (1 << 32) - 2, u64::MAX - 1] {
-            for len in [1usize, 63, 64, 65, 200, 1024] {
-                let mut got = vec![0u8; len];
-                small_stack::write(&key, counter, &mut got);
-                let want = reference(&key, counter, len.div_ceil(BLOCK_LEN));
-                assert_eq!(got[..], want.as_flattened()[..len], "{counter} {len}");
-            }
-        }
-    }
-
-    std::thread_local! {
-        /// Kernel calls made on this thread: the 16-block AVX-512 kernel, the 8-block AVX2
-        /// kernel, the AVX-512 tail kernel.
-        static CALLS: core::cell::Cell<[u64; 3]> = const { core::cell::Cell::new([0; 3]) };
-    }
-
-    /// Counts a kernel call in slot `index` of [`CALLS`].
-    #[cfg(all(target_arch = "x86_64", feature = "std"))]
-    pub(super) fn count_call(index: usize) {
-        CALLS.with(|calls| {
-            let mut n = calls.get();
-            n[index] += 1;
-            calls.set(n);
-        });
-    }
-
-    /// Which kernels ran: a refill, a 24-block fill (a 16-block and an 8-block pass on the
-    /// AVX-512 path) and a 100-byte direct fill (a two-block tail) call exactly the kernels
-    /// of the path this build reports, and no other.
-    #[test]
-    fn the_kernels_that_ran_are_those_of_the_reported_path() {
-        let key = [0x3c; KEY_LEN];
-        CALLS.set([0; 3]);
-        let mut blocks = [[0u8; BLOCK_LEN]; 16];
-        blocks[0][..KEY_LEN].copy_from_slice(&key);
-        refill_in_place(&mut blocks);
-        let mut fill = vec![[0u8; BLOCK_LEN]; 24];
-        write_blocks(&key, 0, &mut fill);
-        let mut tail = [0u8; 100];
-        write_bytes(&key, 0, &mut tail);
-        let expected = match keystream_path() {
-            KeystreamPath::Avx512 => [2, 1, 1],
-            // One call for the refill, one for the 24 blocks; the two-block tail goes to the
-            // crate (below the AVX2 kernel's break-even).
-            KeystreamPath::Avx2 => [0, 2, 0],
-            KeystreamPath::Portable | KeystreamPath::SmallStack => [0, 0, 0],
-        };
-        assert_eq!(CALLS.get(), expected, "{}", keystream_path());
-    }
-
-    /// The path the unit tests ran on is the one the CI run asked for: the build's pin, or
-    /// `FKRNG_EXPECT_KEYSTREAM` (for unpinned builds run under an emulated CPU model).
-    #[test]
-    fn keystream_path_is_the_expected_one() {
-        let path = keystream_path();
-        assert_eq!(path.to_string(), path.name());
-        if let Some(pin) = PINNED {
-            assert_eq!(path, pin, "pinned build");
-        }
-        match std::env::var("FKRNG_EXPECT_KEYSTREAM") {
-            Ok(expected) => assert_eq!(path.name(), expected, "FKRNG_EXPECT_KEYSTREAM"),
-            Err(_) => eprintln!("keystream path {path} (FKRNG_EXPECT_KEYSTREAM not set)"),
-        }
-    }
-
-    #[test]
-    fn refill_in_place_is_keystream_0_to_16_of_the_old_key() {
-        let key = [0x17; KEY_LEN];
-        let mut blocks = [[0u8; BLOCK_LEN]; 16];
-        blocks[0][..KEY_LEN].copy_from_slice(&key);
-        refill_in_place(&mut blocks);
-        assert_eq!(blocks.to_vec(), reference(&key, 0, 16));
-    }
-}
+mod tests;

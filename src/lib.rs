@@ -60,7 +60,6 @@
 mod compat;
 mod generator;
 mod keystream;
-mod rng;
 #[cfg(feature = "rustls")]
 mod rustls_random;
 
@@ -78,11 +77,14 @@ mod fork;
 mod memory;
 #[cfg(feature = "std")]
 mod snapshot;
-#[cfg(all(feature = "std", any(test, fkrng_test_hooks)))]
-#[doc(hidden)]
-pub mod test_hooks;
 #[cfg(feature = "std")]
 mod thread;
+#[cfg(feature = "std")]
+mod thread_rng;
+
+#[cfg(any(test, fuzzing, fkrng_test_hooks))]
+#[doc(hidden)]
+pub mod test_hooks;
 
 pub use generator::{BUFFER_LEN, FkeRng, KEY_LEN, REFILL_LEN};
 pub use keystream::{KeystreamPath, keystream_path};
@@ -93,9 +95,6 @@ pub use error::Error;
 #[cfg(feature = "std")]
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 pub use fork::{ForkProtection, fork_protection};
-#[cfg(feature = "std")]
-#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
-pub use rng::ThreadRng;
 #[cfg(feature = "rustls")]
 #[cfg_attr(docsrs, doc(cfg(feature = "rustls")))]
 pub use rustls_random::RustlsRandom;
@@ -104,6 +103,9 @@ pub use snapshot::{SnapshotProtection, snapshot_protection};
 #[cfg(feature = "std")]
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 pub use thread::{RESEED_INTERVAL_NS, RESEED_MIN_BYTES};
+#[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
+pub use thread_rng::ThreadRng;
 
 /// Fills `dest` with random bytes from the calling thread's generator.
 ///

@@ -1,8 +1,9 @@
-//! Implementations of older `rand_core` generations' traits, for crates that have not moved
-//! to `rand_core` 0.10 yet.
+//! The `rand_core` trait implementations of [`FkeRng`](crate::FkeRng) and `ThreadRng`, one
+//! file per `rand_core` generation: 0.10 always, and the older generations for crates that
+//! have not moved to 0.10 yet.
 //!
-//! Each generation is behind its own feature and its own renamed dependency, so a build pulls
-//! in only the generations it asks for:
+//! Each older generation is behind its own feature and its own renamed dependency, so a build
+//! pulls in only the generations it asks for:
 //!
 //! | Feature         | `rand_core` | Traits for [`FkeRng`](crate::FkeRng) and `ThreadRng`  |
 //! | --------------- | ----------- | ----------------------------------------------------- |
@@ -14,6 +15,7 @@
 //! `from_seed` gives the same stream whichever generation's trait is used. None of these
 //! needs `std`; `ThreadRng` exists only with it.
 
+mod rand_core_010;
 #[cfg(feature = "rand_core_0_6")]
 mod rand_core_06;
 #[cfg(feature = "rand_core_0_9")]

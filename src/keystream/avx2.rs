@@ -6,10 +6,13 @@ use core::arch::x86_64::*;
 /// Blocks per kernel pass: 8 (512 bytes).
 pub(super) const LANES: usize = 8;
 
-/// Whether this CPU has AVX2 (detected at run time, cached by `std`).
+cpufeatures::new!(cpuid_avx2, "avx2");
+
+/// Whether this CPU has AVX2 and the OS saves its registers (CPUID and XGETBV, read once
+/// and cached by `cpufeatures`).
 #[inline(always)]
 pub(super) fn detected() -> bool {
-    std::arch::is_x86_feature_detected!("avx2")
+    cpuid_avx2::get()
 }
 
 #[target_feature(enable = "avx2")]

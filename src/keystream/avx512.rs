@@ -7,17 +7,19 @@
 //! the caller's array (which the caller wipes) when needed rather than kept in registers.
 //! Only AVX-512F instructions are used.
 
-use super::{Block, SIGMA};
+use super::{Block, SIGMA, TAIL_BLOCKS};
 use core::arch::x86_64::*;
 
 /// Blocks per kernel pass: 16 (1024 bytes).
 pub(super) const LANES: usize = 16;
 
-/// Whether this CPU has AVX-512F (detected at run time, cached by `std`), which is all
-/// both kernels here need.
+cpufeatures::new!(cpuid_avx512f, "avx512f");
+
+/// Whether this CPU has AVX-512F and the OS saves its registers (CPUID and XGETBV, read
+/// once and cached by `cpufeatures`), which is all both kernels here need.
 #[inline(always)]
 pub(super) fn detected() -> bool {
-    std::arch::is_x86_feature_detected!("avx512f")
+    cpuid_avx512f::get()
 }
 
 #[target_feature(enable = "avx512f")]
@@ -144,9 +146,6 @@ pub(super) unsafe fn write_blocks(key: &[u32; 8], counter: u64, out: &mut [Block
     }
 }
 
-/// Blocks per call of [`write_eight`]: 8 (512 bytes), for tails shorter than a pass.
-pub(super) const FEW: usize = 8;
-
 /// A 512-bit register holding the same four words in each 128-bit lane.
 #[target_feature(enable = "avx512f")]
 #[inline]
@@ -187,20 +186,21 @@ fn diagonals(r: &mut [__m512i; 4], forward: bool) {
     r[2] = _mm512_shuffle_epi32::<0x4e>(r[2]);
 }
 
-/// Writes keystream blocks `counter..counter + 8` under the key `key` to `out`.
+/// The tail kernel: writes keystream blocks `counter..counter + 8` ([`TAIL_BLOCKS`]) under
+/// the key `key` to `out`.
 ///
 /// Unlike [`write_blocks`] this keeps each block's state as four rows (one block per
 /// 128-bit lane, two groups of four blocks) and realigns the rows between column and
-/// diagonal rounds, the usual layout for one block widened to four. Eight blocks cost about
-/// as much as one this way, much less than a whole 16-block pass or the `chacha20` crate's
-/// set-up for a few blocks, which is what tails of direct fills need. The 64-bit block
+/// diagonal rounds, the usual layout for one block widened to four: what tails of direct
+/// fills need, a few blocks at any counter (its cost against a whole pass and the
+/// `chacha20` crate is in docs/BENCHMARKS.md). The 64-bit block
 /// counter may take any value (it wraps at 2^64, as the counter of RFC 8439's original
 /// 64-bit-nonce variant does).
 ///
 /// # Safety
 /// The CPU must support AVX-512F (see [`detected`]).
 #[target_feature(enable = "avx512f")]
-pub(super) unsafe fn write_eight(key: &[u32; 8], counter: u64, out: &mut [Block; FEW]) {
+pub(super) unsafe fn write_tail(key: &[u32; 8], counter: u64, out: &mut [Block; TAIL_BLOCKS]) {
     let sigma = rows4(SIGMA);
     let lo = rows4([0, 1, 2, 3].map(|i| key_word(key, i)));
     let hi = rows4([4, 5, 6, 7].map(|i| key_word(key, i)));

@@ -3,15 +3,15 @@
 //!
 //! Unoptimised builds (a dependent's debug build compiles fkrng and the `chacha20` crate at
 //! opt-level 0) keep every temporary of SIMD code in a stack slot of its own: fkrng's
-//! AVX-512 kernel then needs 16 KiB of stack and the `chacha20` crate 19 KiB, more than a
-//! 16 KiB thread stack holds. This block function keeps one 16-word input and one working
-//! state, about 0.5 KiB at opt-level 0, and the scrub after it covers the deepest frame with
-//! room to spare. Builds with debug assertions (every Cargo profile with opt-level 0, by
+//! kernels and the `chacha20` crate then need more stack than a 16 KiB thread stack holds.
+//! This block function keeps one 16-word input and one working state, and the scrub after
+//! it covers the deepest frame with room to spare (the unit test
+//! `scrub_covers_the_deepest_keystream_frame` and `tests/stack_use.rs` measure both; the
+//! figures are in docs/BENCHMARKS.md). Builds with debug assertions (every Cargo profile with opt-level 0, by
 //! default) use it for every refill and direct fill unless a keystream path is pinned;
 //! optimised builds never do.
 
-use super::SIGMA;
-use crate::generator::{BLOCK_LEN, KEY_LEN};
+use super::{BLOCK_LEN, KEY_LEN, SIGMA};
 
 /// Whether this build computes keystream here: builds with debug assertions, unless a
 /// keystream path is pinned (`--cfg fkrng_keystream`, for tests of that path).

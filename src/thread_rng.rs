@@ -1,13 +1,8 @@
-//! `ThreadRng`, the handle to the calling thread's generator, and the `rand_core` trait
-//! implementations of both generators.
+//! `ThreadRng`, the handle to the calling thread's generator. Its `rand_core` trait
+//! implementations, of every generation, are in `compat/`.
 
-use crate::FkeRng;
-use core::convert::Infallible;
-#[cfg(feature = "std")]
 use core::{fmt, marker::PhantomData};
-use rand_core::{TryCryptoRng, TryRng};
 
-#[cfg(feature = "std")]
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 /// A handle to the calling thread's fast-key-erasure generator, for APIs that take a
 /// `rand_core` RNG (`rand_core::Rng`, `CryptoRng`, and through them `rand`'s extension
@@ -105,7 +100,6 @@ pub struct ThreadRng {
     _not_send: PhantomData<*const ()>,
 }
 
-#[cfg(feature = "std")]
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 impl ThreadRng {
     pub(crate) const fn new() -> Self {
@@ -115,58 +109,9 @@ impl ThreadRng {
     }
 }
 
-#[cfg(feature = "std")]
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 impl fmt::Debug for ThreadRng {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ThreadRng").finish_non_exhaustive()
     }
 }
-
-#[cfg(feature = "std")]
-#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
-impl TryRng for ThreadRng {
-    type Error = Infallible;
-
-    #[inline]
-    fn try_next_u32(&mut self) -> Result<u32, Infallible> {
-        Ok(crate::u32())
-    }
-
-    #[inline]
-    fn try_next_u64(&mut self) -> Result<u64, Infallible> {
-        Ok(crate::u64())
-    }
-
-    #[inline]
-    fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), Infallible> {
-        crate::fill(dest);
-        Ok(())
-    }
-}
-
-#[cfg(feature = "std")]
-#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
-impl TryCryptoRng for ThreadRng {}
-
-impl TryRng for FkeRng {
-    type Error = Infallible;
-
-    #[inline]
-    fn try_next_u32(&mut self) -> Result<u32, Infallible> {
-        Ok(self.next_u32())
-    }
-
-    #[inline]
-    fn try_next_u64(&mut self) -> Result<u64, Infallible> {
-        Ok(self.next_u64())
-    }
-
-    #[inline]
-    fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), Infallible> {
-        self.fill(dest);
-        Ok(())
-    }
-}
-
-impl TryCryptoRng for FkeRng {}

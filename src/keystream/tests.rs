@@ -1,0 +1,319 @@
+//! Unit tests of the keystream: every kernel and path against the `chacha20` crate, the
+//! kernels each path runs, and the depth of the scrub.
+
+use super::*;
+
+fn reference(key: &[u8; KEY_LEN], counter: u64, blocks: usize) -> Vec<Block> {
+    let mut out = vec![[0u8; BLOCK_LEN]; blocks];
+    with_crate(key, counter, &mut out);
+    out
+}
+
+/// Keys and starting counters for the kernel tests: counter 0 (refills), small ones,
+/// and the highest that still fits below 2^32.
+#[cfg(target_arch = "x86_64")]
+fn kernel_cases() -> impl Iterator<Item = ([u8; KEY_LEN], u64)> {
+    (0..32u8).map(|round| {
+        let key: [u8; KEY_LEN] = core::array::from_fn(|i| round.wrapping_mul(29) ^ i as u8);
+        let counter = [0u64, 16, 1 << 20, (1 << 32) - 32][usize::from(round % 4)];
+        (key, counter)
+    })
+}
+
+/// Each pass kernel itself, two passes, wherever this CPU can run it.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn pass_kernels_match_the_chacha20_crate() {
+    for kernel in [dispatch::AVX512_PASS, dispatch::AVX2_PASS] {
+        let blocks = 2 * kernel.lanes;
+        if !kernel.usable(0, blocks) {
+            eprintln!("{}-block kernel: not available on this CPU", kernel.lanes);
+            continue;
+        }
+        for (key, counter) in kernel_cases() {
+            let counter = counter.min((1 << 32) - blocks as u64);
+            assert!(kernel.usable(counter, blocks));
+            let mut got = vec![[0u8; BLOCK_LEN]; blocks];
+            // SAFETY: `usable(.., counter, blocks)` was checked just above.
+            unsafe { (kernel.write)(&dispatch::key_words(&key), counter, &mut got) };
+            let lanes = kernel.lanes;
+            assert_eq!(
+                got,
+                reference(&key, counter, blocks),
+                "{lanes}-block, {counter}"
+            );
+        }
+    }
+}
+
+/// The AVX-512 tail kernel itself, including counters that carry into the high word.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn avx512_tail_kernel_matches_the_chacha20_crate() {
+    if !avx512::detected() {
+        eprintln!("no AVX-512F on this CPU: tail kernel not tested");
+        return;
+    }
+    for (i, (key, _)) in kernel_cases().enumerate() {
+        let counter = [0u64, 3, 16, (1 << 32) - 5, (1 << 40) + 9, u64::MAX - 20][i % 6];
+        let mut got = [[0u8; BLOCK_LEN]; TAIL_BLOCKS];
+        // SAFETY: AVX-512F was detected above.
+        unsafe { avx512::write_tail(&dispatch::key_words(&key), counter, &mut got) };
+        assert_eq!(
+            got.to_vec(),
+            reference(&key, counter, 8),
+            "counter {counter}"
+        );
+    }
+}
+
+#[test]
+fn matches_the_chacha20_crate_for_many_keys_and_counters() {
+    let mut key = [0u8; KEY_LEN];
+    for round in 0..64u32 {
+        for (i, b) in key.iter_mut().enumerate() {
+            *b = (round as u8)
+                .wrapping_mul(37)
+                .wrapping_add((i as u8).wrapping_mul(11))
+                ^ 0xa5;
+        }
+        let counter = [0u64, 8, 16, 1 << 20, (1 << 32) - 64][round as usize % 5];
+        for blocks in [8usize, 16, 24, 40, 64, 72] {
+            let mut got = vec![[0u8; BLOCK_LEN]; blocks];
+            write_blocks(&key, counter, &mut got);
+            assert_eq!(
+                got,
+                reference(&key, counter, blocks),
+                "round {round} {blocks}"
+            );
+        }
+    }
+}
+
+#[test]
+fn write_bytes_matches_the_crate_for_every_tail_length() {
+    let key = [0x5c; KEY_LEN];
+    let reference_bytes = reference(&key, 3, 40).as_flattened().to_vec();
+    for len in (0..=1200)
+        .step_by(7)
+        .chain([512, 513, 575, 576, 1024, 2559, 2560])
+    {
+        let mut got = vec![0u8; len];
+        write_bytes(&key, 3, &mut got);
+        assert_eq!(got[..], reference_bytes[..len], "length {len}");
+    }
+}
+
+#[test]
+fn counter_carry_and_odd_lengths_take_the_crate() {
+    let key = [0x42; KEY_LEN];
+    for (counter, blocks) in [((1u64 << 32) - 4, 8usize), (5, 3), (u64::MAX - 20, 16)] {
+        let mut got = vec![[0u8; BLOCK_LEN]; blocks];
+        write_blocks(&key, counter, &mut got);
+        assert_eq!(got, reference(&key, counter, blocks));
+    }
+}
+
+/// Byte painted over a measuring thread's stack.
+#[cfg(target_os = "linux")]
+const PAINT: u8 = 0xa7;
+
+/// Runs `f` on a thread whose 64 KiB stack (below a `PROT_NONE` guard page) is painted
+/// with [`PAINT`] beforehand, and returns how many bytes below the address `f` returns
+/// were written: the depth of the deepest frame that `f`'s callees reached below it.
+#[cfg(target_os = "linux")]
+fn deepest_below(f: fn() -> usize) -> usize {
+    // 64 KiB, or the C library's minimum where that is larger (128 KiB on AArch64).
+    const SIZE: usize = if libc::PTHREAD_STACK_MIN > 64 << 10 {
+        libc::PTHREAD_STACK_MIN
+    } else {
+        64 << 10
+    };
+    const GUARD: usize = 4096;
+    struct Job {
+        f: fn() -> usize,
+        top: usize,
+    }
+    extern "C" fn run(job: *mut libc::c_void) -> *mut libc::c_void {
+        // SAFETY: `job` is the `Job` that `deepest_below` passed and outlives the thread.
+        let job = unsafe { &mut *job.cast::<Job>() };
+        job.top = (job.f)();
+        core::ptr::null_mut()
+    }
+    // SAFETY: a fresh anonymous mapping, its lowest page made inaccessible, painted and
+    // handed to one thread as its stack, joined before the mapping is read and unmapped.
+    unsafe {
+        let base = libc::mmap(
+            core::ptr::null_mut(),
+            GUARD + SIZE,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
+            -1,
+            0,
+        );
+        assert_ne!(base, libc::MAP_FAILED);
+        assert_eq!(libc::mprotect(base, GUARD, libc::PROT_NONE), 0);
+        let stack = base.cast::<u8>().add(GUARD);
+        stack.write_bytes(PAINT, SIZE);
+        let mut attr: libc::pthread_attr_t = core::mem::zeroed();
+        assert_eq!(libc::pthread_attr_init(&mut attr), 0);
+        assert_eq!(
+            libc::pthread_attr_setstack(&mut attr, stack.cast(), SIZE),
+            0
+        );
+        let mut job = Job { f, top: 0 };
+        let mut thread: libc::pthread_t = 0;
+        let job_ptr = (&raw mut job).cast();
+        assert_eq!(libc::pthread_create(&mut thread, &attr, run, job_ptr), 0);
+        assert_eq!(libc::pthread_join(thread, core::ptr::null_mut()), 0);
+        libc::pthread_attr_destroy(&mut attr);
+        let untouched = (0..SIZE)
+            .take_while(|&i| stack.add(i).read_volatile() == PAINT)
+            .count();
+        let lowest = stack as usize + untouched;
+        libc::munmap(base, GUARD + SIZE);
+        assert!(untouched > 0, "the thread used its whole stack");
+        job.top - lowest
+    }
+}
+
+/// About the stack pointer of the function that calls this: the address of a local
+/// (callers keep their buffers on the heap, so that nothing of theirs lies below it).
+#[cfg(target_os = "linux")]
+#[inline(always)]
+fn here() -> usize {
+    let marker = 0u8;
+    core::hint::black_box(&raw const marker) as usize
+}
+
+/// The scrub reaches deeper than every keystream computation of this build and CPU: a
+/// refill, a direct fill's blocks past the refill (whole passes and every tail length)
+/// and the `chacha20` crate alone, each measured on a painted stack, plus the red zone
+/// and signal-frame alignment below it.
+#[cfg(target_os = "linux")]
+#[test]
+fn scrub_covers_the_deepest_keystream_frame() {
+    #[inline(never)]
+    fn refill() -> usize {
+        let mut blocks = Box::new([[0x3cu8; BLOCK_LEN]; 16]);
+        let top = here();
+        refill_below(core::hint::black_box(&mut blocks));
+        top
+    }
+    #[inline(never)]
+    fn direct() -> usize {
+        let mut out = vec![0u8; 40 * BLOCK_LEN + 17];
+        let top = here();
+        for len in [BLOCK_LEN, 3 * BLOCK_LEN + 5, 8 * BLOCK_LEN, out.len()] {
+            write_bytes_below(&[0x3c; KEY_LEN], 16, core::hint::black_box(&mut out[..len]));
+        }
+        top
+    }
+    #[inline(never)]
+    fn crate_alone() -> usize {
+        let mut out = vec![[0u8; BLOCK_LEN]; 16];
+        let top = here();
+        with_crate(&[0x3c; KEY_LEN], 0, core::hint::black_box(&mut out));
+        top
+    }
+    let margin = 128 + 64;
+    // The crate runs only where the small-stack code does not.
+    let depths = [
+        ("refill", refill as fn() -> usize),
+        ("direct fill", direct),
+        ("chacha20 crate", crate_alone),
+    ]
+    .map(|(name, f)| (name, deepest_below(f)));
+    let depths = &depths[..if small_stack::IN_USE { 2 } else { 3 }];
+    for &(name, depth) in depths {
+        eprintln!(
+            "{name}: {depth} bytes below the caller; scrub {} bytes",
+            scrub::SCRUB_BYTES
+        );
+    }
+    for &(name, depth) in depths {
+        assert!(depth > 0, "{name}: nothing measured");
+        assert!(
+            depth + margin <= scrub::SCRUB_BYTES,
+            "{name}: {depth} + {margin} bytes > scrub of {}",
+            scrub::SCRUB_BYTES
+        );
+    }
+}
+
+/// The small-stack block function against the crate, whether or not this build uses it.
+#[test]
+fn small_stack_matches_the_chacha20_crate() {
+    let key: [u8; KEY_LEN] = core::array::from_fn(|i| (i as u8).wrapping_mul(77) ^ 0x1d);
+    for counter in [0u64, 5, (1 << 32) - 2, u64::MAX - 1] {
+        for len in [1usize, 63, 64, 65, 200, 1024] {
+            let mut got = vec![0u8; len];
+            small_stack::write(&key, counter, &mut got);
+            let want = reference(&key, counter, len.div_ceil(BLOCK_LEN));
+            assert_eq!(got[..], want.as_flattened()[..len], "{counter} {len}");
+        }
+    }
+}
+
+std::thread_local! {
+    /// Kernel calls made on this thread: the 16-block AVX-512 kernel, the 8-block AVX2
+    /// kernel, the AVX-512 tail kernel.
+    static CALLS: core::cell::Cell<[u64; 3]> = const { core::cell::Cell::new([0; 3]) };
+}
+
+/// Counts a kernel call in slot `index` of [`CALLS`].
+pub(super) fn count_call(index: usize) {
+    CALLS.with(|calls| {
+        let mut n = calls.get();
+        n[index] += 1;
+        calls.set(n);
+    });
+}
+
+/// Which kernels ran: a refill, a 24-block fill (a 16-block and an 8-block pass on the
+/// AVX-512 path) and a 100-byte direct fill (a two-block tail) call exactly the kernels
+/// of the path this build reports, and no other.
+#[test]
+fn the_kernels_that_ran_are_those_of_the_reported_path() {
+    let key = [0x3c; KEY_LEN];
+    CALLS.set([0; 3]);
+    let mut blocks = [[0u8; BLOCK_LEN]; 16];
+    blocks[0][..KEY_LEN].copy_from_slice(&key);
+    refill_in_place(&mut blocks);
+    let mut fill = vec![[0u8; BLOCK_LEN]; 24];
+    write_blocks(&key, 0, &mut fill);
+    let mut tail = [0u8; 100];
+    write_bytes(&key, 0, &mut tail);
+    let expected = match keystream_path() {
+        KeystreamPath::Avx512 => [2, 1, 1],
+        // One call for the refill, one for the 24 blocks; the two-block tail goes to the
+        // crate (below the AVX2 kernel's break-even).
+        KeystreamPath::Avx2 => [0, 2, 0],
+        KeystreamPath::Portable | KeystreamPath::SmallStack => [0, 0, 0],
+    };
+    assert_eq!(CALLS.get(), expected, "{}", keystream_path());
+}
+
+/// The path the unit tests ran on is the one the CI run asked for: the build's pin, or
+/// `FKRNG_EXPECT_KEYSTREAM` (for unpinned builds run under an emulated CPU model).
+#[test]
+fn keystream_path_is_the_expected_one() {
+    let path = keystream_path();
+    assert_eq!(path.to_string(), path.name());
+    if let Some(pin) = PINNED {
+        assert_eq!(path, pin, "pinned build");
+    }
+    match std::env::var("FKRNG_EXPECT_KEYSTREAM") {
+        Ok(expected) => assert_eq!(path.name(), expected, "FKRNG_EXPECT_KEYSTREAM"),
+        Err(_) => eprintln!("keystream path {path} (FKRNG_EXPECT_KEYSTREAM not set)"),
+    }
+}
+
+#[test]
+fn refill_in_place_is_keystream_0_to_16_of_the_old_key() {
+    let key = [0x17; KEY_LEN];
+    let mut blocks = [[0u8; BLOCK_LEN]; 16];
+    blocks[0][..KEY_LEN].copy_from_slice(&key);
+    refill_in_place(&mut blocks);
+    assert_eq!(blocks.to_vec(), reference(&key, 0, 16));
+}
