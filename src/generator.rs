@@ -31,14 +31,14 @@ pub const BUFFER_LEN: usize = REFILL_LEN - KEY_LEN;
 /// The all-zero value is a valid *empty* state (key zero, nothing to serve); callers that
 /// seed it must do so before the first refill.
 #[repr(C, align(64))]
-pub(crate) struct Core {
+pub(crate) struct FkeState {
     /// `block[..32]` is the key `K`; `block[32..]` is the buffer.
     block: [[u8; BLOCK_LEN]; REFILL_BLOCKS],
     /// Unserved bytes, at `block[REFILL_LEN - avail..]`; 0 ..= 992.
     avail: usize,
 }
 
-impl Core {
+impl FkeState {
     /// An empty state with key `key`: the first read refills.
     pub(crate) const fn new(key: [u8; KEY_LEN]) -> Self {
         let mut block = [[0u8; BLOCK_LEN]; REFILL_BLOCKS];
@@ -47,7 +47,7 @@ impl Core {
             block[0][i] = key[i];
             i += 1;
         }
-        Core { block, avail: 0 }
+        FkeState { block, avail: 0 }
     }
 
     /// The current key `K`.
@@ -174,15 +174,15 @@ impl Core {
     /// Zeroes the key, the buffer and the count, and every padding byte of the state (a
     /// move of the state may have copied stack residue into its padding).
     pub(crate) fn wipe(&mut self) {
-        // SAFETY: `Core` is plain data (a byte array and an integer) whose all-zero value is
+        // SAFETY: `FkeState` is plain data (a byte array and an integer) whose all-zero value is
         // valid (the empty state); `self` is a valid, exclusive pointer to it.
         unsafe { zeroize::zeroize_flat_type(self as *mut Self) };
     }
 }
 
-impl fmt::Debug for Core {
+impl fmt::Debug for FkeState {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Core").finish_non_exhaustive()
+        f.debug_struct("FkeState").finish_non_exhaustive()
     }
 }
 
@@ -240,7 +240,7 @@ impl fmt::Debug for Core {
 /// let b = a.clone();
 /// ```
 pub struct FkeRng {
-    core: Core,
+    fke: FkeState,
 }
 
 impl FkeRng {
@@ -248,7 +248,7 @@ impl FkeRng {
     /// changes nothing. Never fails and never panics.
     #[inline]
     pub fn fill(&mut self, dest: &mut [u8]) {
-        let done: Result<(), core::convert::Infallible> = self.core.fill_with(dest, |_, _| Ok(()));
+        let done: Result<(), core::convert::Infallible> = self.fke.fill_with(dest, |_, _| Ok(()));
         let Ok(()) = done;
     }
 
@@ -274,8 +274,8 @@ impl FkeRng {
 
     /// The state, for the unit tests and the test hooks.
     #[cfg(any(test, fuzzing, fkrng_test_hooks))]
-    pub(crate) fn core(&self) -> &Core {
-        &self.core
+    pub(crate) fn fke(&self) -> &FkeState {
+        &self.fke
     }
 }
 
@@ -286,7 +286,7 @@ impl rand_core::SeedableRng for FkeRng {
     fn from_seed(seed: Self::Seed) -> Self {
         let mut seed = seed;
         let rng = FkeRng {
-            core: Core::new(seed),
+            fke: FkeState::new(seed),
         };
         seed.zeroize();
         rng
@@ -295,7 +295,7 @@ impl rand_core::SeedableRng for FkeRng {
 
 impl Drop for FkeRng {
     fn drop(&mut self) {
-        self.core.wipe();
+        self.fke.wipe();
     }
 }
 
@@ -310,7 +310,10 @@ impl fmt::Debug for FkeRng {
 mod small_copy;
 use small_copy::take_small;
 
-#[cfg(test)]
+// The reference model comes from this repository's support crate, a path dev-dependency that
+// the published package does not carry; builds in the repository set the cfg
+// (.cargo/config.toml), so that `cargo test` of the unpacked package still compiles.
+#[cfg(all(test, fkrng_test_hooks))]
 mod differential;
 
 #[cfg(test)]

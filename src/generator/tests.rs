@@ -6,18 +6,18 @@ use rand_core::SeedableRng;
 #[test]
 fn served_bytes_are_zero_and_key_changes_at_every_refill() {
     let mut rng = FkeRng::from_seed([7; 32]);
-    let mut keys = vec![*rng.core().key()];
+    let mut keys = vec![*rng.fke().key()];
     let mut out = [0u8; 100];
     for _ in 0..40 {
-        let before = rng.core().available();
+        let before = rng.fke().available();
         rng.fill(&mut out);
         assert_ne!(out, [0u8; 100]);
-        if rng.core().available() > before {
-            keys.push(*rng.core().key());
+        if rng.fke().available() > before {
+            keys.push(*rng.fke().key());
         }
-        let served = BUFFER_LEN - rng.core().available();
-        assert!(rng.core().buffer()[..served].iter().all(|&b| b == 0));
-        assert!(rng.core().buffer()[served..].iter().any(|&b| b != 0));
+        let served = BUFFER_LEN - rng.fke().available();
+        assert!(rng.fke().buffer()[..served].iter().all(|&b| b == 0));
+        assert!(rng.fke().buffer()[served..].iter().any(|&b| b != 0));
     }
     assert_eq!(keys.len(), 1 + 40 * 100 / BUFFER_LEN + 1);
     for (i, a) in keys.iter().enumerate() {
@@ -35,44 +35,47 @@ fn small_reads_of_every_length_copy_and_zero_exactly_their_bytes() {
         let mut whole = [0u8; 992];
         reference.fill(&mut whole);
         rng.fill(&mut [0u8; 7]); // an odd offset into the buffer
-        let before = rng.core().buffer().to_vec();
+        let before = rng.fke().buffer().to_vec();
         let mut out = vec![0u8; n];
         rng.fill(&mut out);
         assert_eq!(out[..], whole[7..7 + n], "length {n}");
-        let after = rng.core().buffer();
+        let after = rng.fke().buffer();
         assert!(after[..7 + n].iter().all(|&b| b == 0), "length {n}");
         assert_eq!(
             after[7 + n..],
             before[7 + n..],
             "length {n}: untouched tail"
         );
-        assert_eq!(rng.core().available(), BUFFER_LEN - 7 - n);
+        assert_eq!(rng.fke().available(), BUFFER_LEN - 7 - n);
     }
 }
 
 #[test]
 fn direct_fill_replaces_key_and_leaves_buffer_empty() {
     let mut rng = FkeRng::from_seed([9; 32]);
-    let before = *rng.core().key();
+    let before = *rng.fke().key();
     let mut big = vec![0u8; 5000];
     rng.fill(&mut big);
-    assert_ne!(*rng.core().key(), before);
-    assert_eq!(rng.core().available(), 0);
-    assert!(rng.core().buffer().iter().all(|&b| b == 0));
+    assert_ne!(*rng.fke().key(), before);
+    assert_eq!(rng.fke().available(), 0);
+    assert!(rng.fke().buffer().iter().all(|&b| b == 0));
 }
 
 #[test]
 fn wipe_zeroes_every_byte_padding_included() {
-    let mut mem = core::mem::MaybeUninit::<Core>::uninit();
-    let len = size_of::<Core>();
-    assert!(len > REFILL_LEN + size_of::<usize>(), "Core has padding");
-    // SAFETY: writes `len` bytes into the `Core`-sized allocation; any bytes make a valid
-    // `Core` (a byte array and an integer).
-    let core = unsafe {
+    let mut mem = core::mem::MaybeUninit::<FkeState>::uninit();
+    let len = size_of::<FkeState>();
+    assert!(
+        len > REFILL_LEN + size_of::<usize>(),
+        "FkeState has padding"
+    );
+    // SAFETY: writes `len` bytes into the `FkeState`-sized allocation; any bytes make a valid
+    // `FkeState` (a byte array and an integer).
+    let fke = unsafe {
         mem.as_mut_ptr().cast::<u8>().write_bytes(0xa5, len);
         mem.assume_init_mut()
     };
-    core.wipe();
+    fke.wipe();
     let base = mem.as_ptr().cast::<u8>();
     let nonzero = (0..len)
         // SAFETY: in bounds of `mem`, whose every byte was written above.

@@ -20,11 +20,11 @@ impl FkeRng {
     /// A read-only view of the state (see [`Inspect`]).
     #[doc(hidden)]
     pub fn inspect(&self) -> Inspect<'_> {
-        let core = self.core();
+        let fke = self.fke();
         Inspect {
-            key: core.key(),
-            available: core.available(),
-            buffer: core.buffer(),
+            key: fke.key(),
+            available: fke.available(),
+            buffer: fke.buffer(),
         }
     }
 }

@@ -45,9 +45,9 @@ pub(crate) fn unreseeded_continuation() -> Option<(Vec<u8>, [u8; KEY_LEN], u64)>
     // mapped until the thread's owner resets the slot first (as in `thread::try_fill`).
     unsafe {
         crate::thread::enter(p, |st| {
-            let buffer = st.core.buffer();
-            let rest = buffer[buffer.len() - st.core.available()..].to_vec();
-            (rest, *st.core.key(), st.life.generation)
+            let buffer = st.fke.buffer();
+            let rest = buffer[buffer.len() - st.fke.available()..].to_vec();
+            (rest, *st.fke.key(), st.life.generation)
         })
     }
 }
@@ -63,8 +63,8 @@ impl Before {
     pub(crate) fn of(st: &ThreadState) -> Self {
         Before {
             seeded: st.life.seeded,
-            key_nonzero: st.core.key() != &[0; KEY_LEN],
-            available: st.core.available(),
+            key_nonzero: st.fke.key() != &[0; KEY_LEN],
+            available: st.fke.available(),
         }
     }
 }

@@ -3,7 +3,7 @@
 
 use crate::Error;
 use crate::entropy::{Entropy, Os};
-use crate::generator::{Core, KEY_LEN};
+use crate::generator::{FkeState, KEY_LEN};
 use zeroize::Zeroize;
 
 /// Why a read was served by a one-off OS-keyed generator instead of the thread's state.
@@ -30,7 +30,7 @@ pub(crate) fn one_off_fill(dest: &mut [u8], why: OneOff) -> Result<(), Error> {
     let _ = why;
     // Seeded in place (`K = 0 XOR S`) rather than through `FkeRng::from_seed`, whose
     // by-value seed and return would leave copies of the key in dead stack frames.
-    let mut one_off = Core::new([0; KEY_LEN]);
+    let mut one_off = FkeState::new([0; KEY_LEN]);
     let mut s = [0u8; KEY_LEN];
     let draw = Os.seed(&mut s);
     one_off.mix_key(&s);

@@ -6,7 +6,7 @@ use super::schedule::{Clock, Lifecycle, Monotonic};
 use crate::Error;
 use crate::entropy::{Entropy, Os};
 use crate::fork;
-use crate::generator::{Core, KEY_LEN};
+use crate::generator::{FkeState, KEY_LEN};
 use crate::snapshot;
 use core::sync::atomic::AtomicBool;
 use zeroize::Zeroize;
@@ -14,7 +14,7 @@ use zeroize::Zeroize;
 /// One thread's generator. Valid when all-zero (empty and unseeded).
 #[repr(C)]
 pub(crate) struct ThreadState {
-    pub(crate) core: Core,
+    pub(crate) fke: FkeState,
     pub(crate) life: Lifecycle,
 }
 
@@ -32,7 +32,7 @@ impl ThreadState {
     #[cfg(test)]
     pub(crate) fn zeroed() -> Box<Self> {
         Box::new(ThreadState {
-            core: Core::new([0; KEY_LEN]),
+            fke: FkeState::new([0; KEY_LEN]),
             life: Lifecycle::default(),
         })
     }
@@ -41,11 +41,11 @@ impl ThreadState {
     /// loads of the VM generation counter (its address, its value), a copy and a zeroing.
     #[inline(always)]
     pub(super) fn fill(&mut self, dest: &mut [u8]) -> Result<(), Error> {
-        if dest.len() <= self.core.available()
+        if dest.len() <= self.fke.available()
             && self.life.epoch == fork::epoch()
             && self.life.generation == snapshot::generation()
         {
-            self.core.serve(dest);
+            self.fke.serve(dest);
             Ok(())
         } else {
             self.fill_slow(dest, &mut Os, &Monotonic)
@@ -76,15 +76,15 @@ impl ThreadState {
                 crate::test_hooks::counters::count_snapshot_reseed();
             }
         }
-        let Self { core, life, .. } = self;
-        core.fill_with(dest, |core, bytes| {
+        let Self { fke, life, .. } = self;
+        fke.fill_with(dest, |fke, bytes| {
             let now = clock.now_ns();
             if life.due(now) {
                 // A failed periodic reseed keeps the (still secret) key; the next refill
                 // tries again.
                 let mut s = [0u8; KEY_LEN];
                 if let Ok(draw) = os.seed(&mut s) {
-                    core.mix_key(&s);
+                    fke.mix_key(&s);
                     life.restart(draw, now);
                 }
                 s.zeroize();
@@ -105,7 +105,7 @@ impl ThreadState {
         let generation = snapshot::settled_generation();
         let mut s = [0u8; KEY_LEN];
         let draw = os.seed(&mut s)?;
-        self.core.mix_key(&s);
+        self.fke.mix_key(&s);
         s.zeroize();
         self.life.seeded = true;
         self.life.epoch = epoch;

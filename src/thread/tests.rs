@@ -70,7 +70,7 @@ fn sixty_seconds_trigger_reseed_only_at_refill() {
     read(&mut st, 976, &mut os, &clock); // empties the buffer exactly
     assert_eq!(os.calls, 1);
     clock.0.set(1_000 + RESEED_INTERVAL_NS);
-    assert_eq!(st.core.available(), 0);
+    assert_eq!(st.fke.available(), 0);
     read(&mut st, 16, &mut os, &clock);
     assert_eq!(os.calls, 2);
     assert_eq!(st.life.seeded_at_ns, 1_000 + RESEED_INTERVAL_NS);
@@ -85,14 +85,10 @@ fn failed_periodic_reseed_keeps_key_and_retries() {
     read(&mut st, 992, &mut os, &clock);
     clock.0.set(RESEED_INTERVAL_NS * 2);
     os.fail = true;
-    let key_before = *st.core.key();
+    let key_before = *st.fke.key();
     let out = read(&mut st, 16, &mut os, &clock);
     assert_ne!(out, vec![0u8; 16]);
-    assert_ne!(
-        *st.core.key(),
-        key_before,
-        "the refill still erased the key"
-    );
+    assert_ne!(*st.fke.key(), key_before, "the refill still erased the key");
     assert_eq!(os.calls, 1);
     read(&mut st, 976, &mut os, &clock);
     os.fail = false;
@@ -110,7 +106,7 @@ fn unseeded_state_with_failing_os_emits_nothing() {
     assert!(st.fill_slow(&mut out, &mut os, &clock).is_err());
     assert_eq!(out, [0u8; 16]);
     assert!(!st.life.seeded);
-    assert_eq!(st.core.available(), 0);
+    assert_eq!(st.fke.available(), 0);
 }
 
 #[test]
@@ -142,11 +138,11 @@ fn epoch_change_reseeds_before_output_and_failure_is_fatal() {
     assert!(st.fill_slow(&mut out, &mut os, &clock).is_err());
     assert_eq!(out, [0u8; 16]);
     os.fail = false;
-    let key_before = *st.core.key();
+    let key_before = *st.fke.key();
     read(&mut st, 16, &mut os, &clock);
     assert_eq!(os.calls, 2);
     assert_eq!(st.life.epoch, fork::epoch());
-    assert_ne!(*st.core.key(), key_before);
+    assert_ne!(*st.fke.key(), key_before);
 }
 
 #[test]
@@ -156,18 +152,18 @@ fn generation_change_reseeds_before_output_and_failure_is_fatal() {
     let mut os = FakeEntropy::counter();
     let clock = FakeClock(Cell::new(0));
     read(&mut st, 16, &mut os, &clock);
-    let (buffer_left, key_before) = (st.core.available(), *st.core.key());
+    let (buffer_left, key_before) = (st.fke.available(), *st.fke.key());
     // As if a snapshot restore had changed the VM generation counter.
     st.life.generation = st.life.generation.wrapping_add(1);
     os.fail = true;
     let mut out = [0u8; 16];
     assert!(st.fill_slow(&mut out, &mut os, &clock).is_err());
     assert_eq!(out, [0u8; 16], "nothing served from the restored state");
-    assert_eq!(st.core.available(), buffer_left);
+    assert_eq!(st.fke.available(), buffer_left);
     os.fail = false;
     let out = read(&mut st, 16, &mut os, &clock);
     assert_eq!(os.calls, 2);
-    assert_ne!(*st.core.key(), key_before);
+    assert_ne!(*st.fke.key(), key_before);
     assert_eq!(st.life.generation, snapshot::generation());
     assert_ne!(out, [0u8; 16]);
 }
@@ -241,7 +237,7 @@ fn budget_spans_one_to_two_mib_and_reseed_comes_at_the_first_refill_past_it() {
         }
         assert_eq!(st.life.produced, refills_before * 1024);
         assert_eq!(os.calls, 1, "draw {draw:#x}: no reseed inside the budget");
-        let mut rest = vec![0u8; st.core.available()];
+        let mut rest = vec![0u8; st.fke.available()];
         st.fill_slow(&mut rest, &mut os, &clock).unwrap();
         assert_eq!(os.calls, 1, "draw {draw:#x}: the buffer is served first");
         st.fill_slow(&mut [0u8; 1], &mut os, &clock).unwrap();
@@ -286,14 +282,14 @@ fn reseed_mixes_the_key_and_discards_the_buffer() {
         let mut os = FakeEntropy::fixed(seed, 0);
         st.fill_slow(&mut [0u8; 8], &mut os, &clock).unwrap();
     }
-    let key_before = *a.core.key();
+    let key_before = *a.fke.key();
     let s = [0xc3; KEY_LEN];
     let mut os = FakeEntropy::fixed(s, 7);
     a.reseed(&mut os, &clock).unwrap();
     let mixed: Vec<u8> = key_before.iter().zip(&s).map(|(k, s)| k ^ s).collect();
-    assert_eq!(a.core.key()[..], mixed[..], "K = K XOR S");
-    assert_eq!(a.core.available(), 0);
-    assert!(a.core.buffer().iter().all(|&x| x == 0), "buffer wiped");
+    assert_eq!(a.fke.key()[..], mixed[..], "K = K XOR S");
+    assert_eq!(a.fke.available(), 0);
+    assert!(a.fke.buffer().iter().all(|&x| x == 0), "buffer wiped");
     assert_eq!(a.life.budget, RESEED_MIN_BYTES + 7);
     // The twin that did not reseed serves its old buffer; the reseeded one does not.
     let mut quiet = FakeEntropy::failing();
@@ -310,12 +306,12 @@ fn failed_reseed_keeps_key_and_buffer() {
     let mut os = FakeEntropy::counter();
     let clock = FakeClock(Cell::new(0));
     read(&mut st, 16, &mut os, &clock);
-    let key = *st.core.key();
-    let avail = st.core.available();
+    let key = *st.fke.key();
+    let avail = st.fke.available();
     os.fail = true;
     assert!(st.reseed(&mut os, &clock).is_err());
-    assert_eq!(*st.core.key(), key);
-    assert_eq!(st.core.available(), avail);
+    assert_eq!(*st.fke.key(), key);
+    assert_eq!(st.fke.available(), avail);
     assert!(st.life.seeded);
 }
 
@@ -517,13 +513,13 @@ fn public_reseed_changes_the_stream() {
         let p = STATE.get();
         // SAFETY: this thread's live slot (it made a read above).
         let (rest_of_buffer, key) =
-            unsafe { enter(p, |st| (st.core.buffer()[16..].to_vec(), *st.core.key())) }
+            unsafe { enter(p, |st| (st.fke.buffer()[16..].to_vec(), *st.fke.key())) }
                 .expect("no read under way");
         let mut after_buffer = [0u8; 32];
         <crate::FkeRng as rand_core::SeedableRng>::from_seed(key).fill(&mut after_buffer);
         crate::reseed().unwrap();
         // SAFETY: as above.
-        let available = unsafe { enter(p, |st| st.core.available()) };
+        let available = unsafe { enter(p, |st| st.fke.available()) };
         assert_eq!(available, Some(0), "buffer discarded");
         let mut out = [0u8; 32];
         crate::fill(&mut out);
