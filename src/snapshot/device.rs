@@ -2,15 +2,6 @@
 //! in [`super`]), the mapping of the device's page and its validation, and the seqlock read
 //! of `flags` and `vm_generation_counter`.
 
-#![cfg_attr(
-    not(all(
-        target_os = "linux",
-        target_endian = "little",
-        target_pointer_width = "64"
-    )),
-    allow(dead_code)
-)]
-
 #[cfg(all(
     target_os = "linux",
     target_endian = "little",
