@@ -49,8 +49,10 @@
 )]
 
 mod device;
+// (The tests use the repository's support crate, so they build where the cfg is set.)
 #[cfg(all(
     test,
+    fkrng_test_hooks,
     target_os = "linux",
     target_endian = "little",
     target_pointer_width = "64"

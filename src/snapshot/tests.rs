@@ -3,6 +3,7 @@ use super::*;
 use crate::memory::page_size;
 use crate::test_hooks::lifecycle::{forking, in_child, unreseeded_continuation};
 use core::sync::atomic::{AtomicU32, fence};
+use fkrng_test_support::child::{self, How, Status};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Barrier, Mutex};
@@ -221,28 +222,20 @@ fn unreadable_device_is_refused() {
         return;
     }
     let _fork = forking();
-    // SAFETY: the child only drops its privileges, runs `map` (system calls and one
-    // allocation for the path; glibc's malloc is usable in a forked child) and `_exit`s
-    // with the result.
-    let pid = unsafe { libc::fork() };
-    assert!(pid >= 0);
-    if pid == 0 {
-        // SAFETY: as above; ends the child without unwinding.
-        unsafe {
-            if libc::setgid(65534) != 0 || libc::setuid(65534) != 0 {
-                libc::_exit(2);
-            }
-            let refused = map(s.path()).err() == Some(Unusable::Open(libc::EACCES));
-            libc::_exit(if refused { 0 } else { 1 });
+    // The child drops its privileges, runs `map` (system calls and one allocation for the
+    // path; glibc's malloc is usable in a forked child) and exits with the result.
+    let status = child::run(How::Fork, |_| {
+        // SAFETY: setgid and setuid have no memory preconditions.
+        if unsafe { libc::setgid(65534) != 0 || libc::setuid(65534) != 0 } {
+            return 2;
         }
-    }
-    let mut status = 0;
-    // SAFETY: reaps the child.
-    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
-    assert!(libc::WIFEXITED(status));
+        let refused = map(s.path()).err() == Some(Unusable::Open(libc::EACCES));
+        if refused { 0 } else { 1 }
+    })
+    .status;
     assert_eq!(
-        libc::WEXITSTATUS(status),
-        0,
+        status,
+        Status::Exited(0),
         "an unprivileged mapping was not refused with EACCES"
     );
 }

@@ -127,53 +127,18 @@ pub(crate) fn forking() -> std::sync::RwLockWriteGuard<'static, ()> {
 /// Runs `child` in a child process made by `fork()` (atfork handlers run) or by a raw
 /// `clone` system call (none run) and returns the 32 bytes it sends back through a pipe.
 /// The child only reads the generator, writes and `_exit`s.
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", fkrng_test_hooks))]
 pub(crate) fn in_child(raw_clone: bool, child: fn() -> Option<[u8; 32]>) -> [u8; 32] {
+    use fkrng_test_support::child::{self, How};
     let _fork = forking();
-    let mut fds = [0; 2];
-    // SAFETY: `fds` has room for the two descriptors.
-    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
-    // SAFETY: the child runs only `child` (a generator read: at most a `getrandom`
-    // system call and atomics), `write` and `_exit`, which are safe in a child of a
-    // multi-threaded process.
-    let pid = unsafe {
-        if raw_clone {
-            // s390x's clone takes the new stack first and the flags second.
-            #[cfg(not(target_arch = "s390x"))]
-            let pid = libc::syscall(libc::SYS_clone, libc::SIGCHLD, 0, 0, 0, 0);
-            #[cfg(target_arch = "s390x")]
-            let pid = libc::syscall(libc::SYS_clone, 0, libc::SIGCHLD, 0, 0, 0);
-            pid as libc::pid_t
-        } else {
-            libc::fork()
+    let how = if raw_clone { How::RawClone } else { How::Fork };
+    let bytes = child::run(how, |pipe| match child() {
+        Some(out) => {
+            pipe.send(&out);
+            0
         }
-    };
-    assert!(pid >= 0, "fork failed");
-    if pid == 0 {
-        let (out, code) = match child() {
-            Some(out) => (out, 0),
-            None => ([0; 32], 1),
-        };
-        // SAFETY: writes 32 bytes from `out`, then ends the child without unwinding.
-        unsafe {
-            libc::write(fds[1], out.as_ptr().cast(), 32);
-            libc::_exit(code);
-        }
-    }
-    let mut got = [0u8; 32];
-    let mut status = 0;
-    // SAFETY: reads into `got` (at most 32 bytes), closes our descriptors, reaps `pid`.
-    unsafe {
-        libc::close(fds[1]);
-        let mut n = 0;
-        while n < 32 {
-            let r = libc::read(fds[0], got[n..].as_mut_ptr().cast(), 32 - n);
-            assert!(r > 0, "child sent {n} bytes");
-            n += r as usize;
-        }
-        libc::close(fds[0]);
-        assert_eq!(libc::waitpid(pid, &mut status, 0), pid);
-    }
-    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
-    got
+        None => 1,
+    })
+    .expect_success("a generator read in the child");
+    bytes.try_into().expect("the child sends 32 bytes")
 }

@@ -4,8 +4,10 @@ use crate::generator::KEY_LEN;
 use crate::memory::Advice;
 use crate::snapshot;
 use crate::test_hooks::entropy::FakeEntropy;
+#[cfg(all(target_os = "linux", fkrng_test_hooks))]
+use crate::test_hooks::lifecycle::in_child;
 use crate::test_hooks::lifecycle::{
-    Release, in_child, releases, set_up_without_wipe_on_fork, state_range, steady_epoch,
+    Release, releases, set_up_without_wipe_on_fork, state_range, steady_epoch,
 };
 
 struct FakeClock(Cell<u64>);
@@ -357,7 +359,7 @@ fn madvise_honoured(claim: &str) -> bool {
 /// With wipe-on-fork switched off for this thread's state, only the atfork epoch keeps a
 /// `fork()` child from replaying the parent; a raw `clone` (no atfork handler) shows
 /// that the switch took effect.
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", fkrng_test_hooks))]
 #[test]
 fn atfork_epoch_alone_reseeds_a_forked_child() {
     std::thread::spawn(|| {
@@ -406,7 +408,7 @@ fn atfork_epoch_alone_reseeds_a_forked_child() {
 /// it must not get the parent's next bytes (the prepare handler moved the epoch before
 /// the fork). Needs a process in which fkrng has not registered its handlers yet, so
 /// the test runs itself again in a new process.
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", fkrng_test_hooks))]
 #[test]
 fn a_child_handler_registered_before_fkrng_gets_fresh_bytes() {
     const NAME: &str = "thread::tests::a_child_handler_registered_before_fkrng_gets_fresh_bytes";
@@ -441,7 +443,7 @@ fn a_child_handler_registered_before_fkrng_gets_fresh_bytes() {
     );
 }
 
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", fkrng_test_hooks))]
 fn child_handler_order_in_this_process() {
     use core::sync::atomic::AtomicU8;
     static READ_IN_CHILD: [AtomicU8; 32] = [const { AtomicU8::new(0) }; 32];
