@@ -114,22 +114,14 @@ fn counter_carry_and_odd_lengths_take_the_crate() {
     }
 }
 
-/// Byte painted over a measuring thread's stack.
-#[cfg(target_os = "linux")]
-const PAINT: u8 = 0xa7;
-
-/// Runs `f` on a thread whose 64 KiB stack (below a `PROT_NONE` guard page) is painted
-/// with [`PAINT`] beforehand, and returns how many bytes below the address `f` returns
-/// were written: the depth of the deepest frame that `f`'s callees reached below it.
-#[cfg(target_os = "linux")]
+/// Runs `f` on a thread whose 64 KiB stack (the support crate's painted stack, above a
+/// guard page) and returns how many bytes below the address `f` returns were written: the
+/// depth of the deepest frame that `f`'s callees reached below it.
+#[cfg(all(target_os = "linux", fkrng_test_hooks))]
 fn deepest_below(f: fn() -> usize) -> usize {
+    use fkrng_test_support::stack::PaintedStack;
     // 64 KiB, or the C library's minimum where that is larger (128 KiB on AArch64).
-    const SIZE: usize = if libc::PTHREAD_STACK_MIN > 64 << 10 {
-        libc::PTHREAD_STACK_MIN
-    } else {
-        64 << 10
-    };
-    const GUARD: usize = 4096;
+    let stack = PaintedStack::new((64 << 10).max(libc::PTHREAD_STACK_MIN));
     struct Job {
         f: fn() -> usize,
         top: usize,
@@ -140,46 +132,29 @@ fn deepest_below(f: fn() -> usize) -> usize {
         job.top = (job.f)();
         core::ptr::null_mut()
     }
-    // SAFETY: a fresh anonymous mapping, its lowest page made inaccessible, painted and
-    // handed to one thread as its stack, joined before the mapping is read and unmapped.
+    let mut job = Job { f, top: 0 };
+    // SAFETY: the painted stack is handed to one thread, joined before it is read and
+    // unmapped; `job` outlives the thread.
     unsafe {
-        let base = libc::mmap(
-            core::ptr::null_mut(),
-            GUARD + SIZE,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
-            -1,
-            0,
-        );
-        assert_ne!(base, libc::MAP_FAILED);
-        assert_eq!(libc::mprotect(base, GUARD, libc::PROT_NONE), 0);
-        let stack = base.cast::<u8>().add(GUARD);
-        stack.write_bytes(PAINT, SIZE);
         let mut attr: libc::pthread_attr_t = core::mem::zeroed();
         assert_eq!(libc::pthread_attr_init(&mut attr), 0);
         assert_eq!(
-            libc::pthread_attr_setstack(&mut attr, stack.cast(), SIZE),
+            libc::pthread_attr_setstack(&mut attr, stack.stack(), stack.size()),
             0
         );
-        let mut job = Job { f, top: 0 };
         let mut thread: libc::pthread_t = 0;
         let job_ptr = (&raw mut job).cast();
         assert_eq!(libc::pthread_create(&mut thread, &attr, run, job_ptr), 0);
         assert_eq!(libc::pthread_join(thread, core::ptr::null_mut()), 0);
         libc::pthread_attr_destroy(&mut attr);
-        let untouched = (0..SIZE)
-            .take_while(|&i| stack.add(i).read_volatile() == PAINT)
-            .count();
-        let lowest = stack as usize + untouched;
-        libc::munmap(base, GUARD + SIZE);
-        assert!(untouched > 0, "the thread used its whole stack");
-        job.top - lowest
     }
+    let lowest = stack.stack() as usize + stack.size() - stack.used();
+    job.top - lowest
 }
 
 /// About the stack pointer of the function that calls this: the address of a local
 /// (callers keep their buffers on the heap, so that nothing of theirs lies below it).
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", fkrng_test_hooks))]
 #[inline(always)]
 fn here() -> usize {
     let marker = 0u8;
@@ -190,7 +165,7 @@ fn here() -> usize {
 /// refill, a direct fill's blocks past the refill (whole passes and every tail length)
 /// and the `chacha20` crate alone, each measured on a painted stack, plus the red zone
 /// and signal-frame alignment below it.
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", fkrng_test_hooks))]
 #[test]
 fn scrub_covers_the_deepest_keystream_frame() {
     #[inline(never)]
