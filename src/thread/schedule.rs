@@ -23,7 +23,7 @@ pub(super) trait Clock {
 /// On Linux and Android this is `CLOCK_MONOTONIC_COARSE`: the kernel's timekeeping as of
 /// the last timer tick (a resolution of 1 to 10 milliseconds, ample for a 60-second
 /// interval), read from the vDSO data page without reading the CPU's time-stamp counter,
-/// which makes it cheaper than `CLOCK_MONOTONIC`.
+/// which makes it cheaper than `CLOCK_MONOTONIC` (docs/BENCHMARKS.md gives the figures).
 /// Elsewhere it is `std::time::Instant`, counted from the first call in the process.
 pub(super) struct Monotonic;
 
