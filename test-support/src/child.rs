@@ -65,7 +65,9 @@ impl Status {
 /// A finished child: how it ended and everything it wrote to its [`Pipe`].
 #[derive(Debug)]
 pub struct Child {
+    /// How it ended.
     pub status: Status,
+    /// Everything it wrote to its pipe, in order.
     pub bytes: Vec<u8>,
 }
 

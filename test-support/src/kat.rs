@@ -24,7 +24,12 @@ pub enum Step {
     /// A fresh generator from this seed.
     Seed([u8; 32]),
     /// The next `len` bytes.
-    Fill { len: usize, expect: Expect },
+    Fill {
+        /// How many bytes, 0 or more.
+        len: usize,
+        /// What they must be.
+        expect: Expect,
+    },
     /// The next 32-bit word.
     U32(u32),
     /// The next 64-bit word.
@@ -38,6 +43,7 @@ pub struct Vector {
     pub line: usize,
     /// The line as written.
     pub text: &'static str,
+    /// What the line asks for.
     pub step: Step,
 }
 
