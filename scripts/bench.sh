@@ -6,8 +6,9 @@
 #   1. The default build (no --cfg chacha20_avx512): all groups of benches/compare.rs. The
 #      cfg in .cargo/config.toml is replaced by empty CARGO_ENCODED_RUSTFLAGS, in its own
 #      target directory so that neither build invalidates the other.
-#   2. The project's build (.cargo/config.toml: --cfg chacha20_avx512): the fill group with
-#      every peer again.
+#   2. The project's build (.cargo/config.toml: --cfg chacha20_avx512, and --cfg
+#      fkrng_test_hooks, whose counters sit on cold paths only): the fill group with every
+#      peer again.
 #   3. scripts/count-syscalls.sh (steady-state getrandom calls and allocations).
 #   4. scripts/bench-report.py: the tables in docs/BENCHMARKS.md's marked regions, the targets
 #      (thresholds in docs/bench-targets.toml), the plot and README's headline block.

@@ -29,7 +29,7 @@ if ! command -v strace >/dev/null; then
     exit 1
 fi
 
-# build: the CLI and the probe example, release profile.
+# build: the CLI and the first_bytes harness, release profile.
 build() {
     echo "== building the CLI and the first_bytes harness (release)"
     cargo build --release -p fkrng -p fkrng-cli --bin fkrng --example first_bytes || exit 1

@@ -104,6 +104,7 @@ pub use fork::{ForkProtection, fork_protection};
 #[cfg_attr(docsrs, doc(cfg(feature = "rustls")))]
 pub use rustls_random::RustlsRandom;
 #[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 pub use snapshot::{SnapshotProtection, snapshot_protection};
 #[cfg(feature = "std")]
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
@@ -120,7 +121,9 @@ pub use thread_rng::ThreadRng;
 ///
 /// # Panics
 /// If the OS random source fails when this thread first seeds, or when it must reseed
-/// after a `fork` or [`reseed_all`]: the message is one line naming the OS error. Use
+/// after a `fork`, after [`reseed_all`] or after a VM snapshot restore detected through the
+/// VM generation counter ([`snapshot_protection`]); or if the thread's first read cannot
+/// register the fork handler (`pthread_atfork`): the message is one line naming the OS error. Use
 /// [`try_fill`] to get the error instead. A failed *periodic* reseed does not panic (the
 /// generator keeps its key and retries at the next refill).
 ///
@@ -153,8 +156,10 @@ fn fill_failed(e: Error) -> ! {
 /// all-zero or inherited key; the next call tries the OS again.
 ///
 /// # Errors
-/// [`Error`] when the OS random source (`getrandom`) fails or returns only zero bytes, or
-/// when the thread's first read cannot register the fork handler (`pthread_atfork`).
+/// [`Error`] when the OS random source (`getrandom`) fails or returns only zero bytes at a
+/// seeding or a forced reseed (first use, after a `fork`, [`reseed_all`] or a detected VM
+/// snapshot restore), or when the thread's first read cannot register the fork handler
+/// (`pthread_atfork`).
 #[cfg(feature = "std")]
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 #[inline(always)]
@@ -293,7 +298,8 @@ pub fn rng() -> ThreadRng {
 /// nothing (those reads are served from the OS directly).
 ///
 /// # Errors
-/// [`Error`] when the OS source fails; the generator then keeps its key.
+/// [`Error`] when the OS source fails (the generator then keeps its key), or, on the
+/// thread's first use, when the fork handler cannot be registered (`pthread_atfork`).
 #[cfg(feature = "std")]
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 pub fn reseed() -> Result<(), Error> {

@@ -204,6 +204,8 @@ mod linux {
     }
 
     pub fn main() {
+        // The stand-in VMClock page, where a run names one (.ci/run's snapshot section).
+        fkrng::test_hooks::snapshot::stand_in_from_env();
         let mut check = Checker::new();
         // Seed this thread's state before the timer starts, so that the handler never races
         // the first set-up (that path is covered by the `fill` documentation, not here).

@@ -2,9 +2,9 @@
 //! VMClock device: a tmpfs file with the ABI layout that the library maps in place of
 //! `/dev/vmclock0`, and that this test writes as the hypervisor would.
 //!
-//! Needs a build with `--cfg fkrng_test_hooks` (the stand-in's path then comes from
-//! `FKRNG_TEST_VMCLOCK_PATH`); .ci/run makes one in its own target directory. Other builds
-//! print "skipped".
+//! Needs a build with `--cfg fkrng_test_hooks` (which .cargo/config.toml sets for this
+//! repository's builds; the stand-in's path then comes from `FKRNG_TEST_VMCLOCK_PATH`, read
+//! because this program calls `stand_in_from_env`). Other builds print "skipped".
 //!
 //! Runs without the test harness, so that the process is single-threaded and has not read
 //! the generator when it forks the children that probe unusable stand-ins (the device is
@@ -288,6 +288,8 @@ mod hooked {
     }
 
     pub fn main() {
+        // The stand-in VMClock page, where a run names one (.ci/run's snapshot section).
+        fkrng::test_hooks::snapshot::stand_in_from_env();
         unusable_devices_degrade_silently();
         println!("unusable devices degrade silently: ok");
         let s = StandIn::new("live", 42);

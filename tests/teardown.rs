@@ -76,6 +76,7 @@ fn check_fresh(alive: &[Vec<u8>], at_exit: &[[u8; 32]]) {
 
 #[test]
 fn destructor_after_release_gets_fresh_bytes_from_the_os() {
+    fkrng::test_hooks::snapshot::stand_in_from_env();
     let _serial = SERIAL.lock().unwrap();
     let (alive, at_exit, one_offs) = run(|| {
         // Registered first, so destroyed after fkrng's state.
@@ -93,6 +94,7 @@ fn destructor_after_release_gets_fresh_bytes_from_the_os() {
 
 #[test]
 fn destructor_before_release_uses_the_live_state() {
+    fkrng::test_hooks::snapshot::stand_in_from_env();
     let _serial = SERIAL.lock().unwrap();
     let (alive, at_exit, one_offs) = run(|| {
         let mut out = vec![0u8; 2048];
@@ -107,6 +109,7 @@ fn destructor_before_release_uses_the_live_state() {
 
 #[test]
 fn first_read_of_a_thread_from_a_destructor() {
+    fkrng::test_hooks::snapshot::stand_in_from_env();
     let _serial = SERIAL.lock().unwrap();
     let os_reads = fkrng::test_hooks::counters::os_reads();
     let (_, at_exit, one_offs) = run(|| {
@@ -134,6 +137,7 @@ fn first_read_of_a_thread_from_a_destructor() {
 #[cfg(target_os = "linux")]
 #[test]
 fn exited_threads_states_are_reused_and_reseeded() {
+    fkrng::test_hooks::snapshot::stand_in_from_env();
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let read_in_new_thread = || {
         std::thread::spawn(fkrng::array::<32>)

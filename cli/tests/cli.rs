@@ -349,3 +349,21 @@ fn help_explains_every_option() {
         assert!(help.contains(needle), "--help lacks {needle}");
     }
 }
+
+/// The tool, even built inside this repository (where the test hooks are compiled in), does
+/// not let the environment name a stand-in for the VMClock device or stop it: only test
+/// programs that ask for it read those variables.
+#[test]
+fn test_hook_variables_are_ignored() {
+    let out = tool()
+        .args(["--hex", "8"])
+        .env("FKRNG_TEST_VMCLOCK_PATH", "/nonexistent/vmclock")
+        .env("FKRNG_TEST_VMCLOCK_MUST_MAP", "1")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run fkrng");
+    assert!(out.status.success(), "{out:?}");
+    let text = stdout_text(&out);
+    assert_eq!(text.trim_end().len(), 16, "{text:?}");
+    assert!(out.stderr.is_empty(), "{out:?}");
+}

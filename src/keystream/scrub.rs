@@ -27,7 +27,8 @@
 //!
 //! Elsewhere, and under valgrind (whose memcheck rejects accesses below the stack pointer),
 //! the scrub zeroes a local array of [`SCRUB_BYTES`] in a frame of its own, kept by an
-//! empty `asm!` block that takes its address (volatile stores where `asm!` is not stable),
+//! empty `asm!` block that takes its address on AArch64 (volatile stores on the other
+//! architectures),
 //! and signal frames below the computation are not erased (docs/SECURITY.md).
 
 /// Bytes below the caller's stack pointer that are zeroed after a keystream computation:

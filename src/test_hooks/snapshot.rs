@@ -1,13 +1,26 @@
 //! Hooks for the snapshot tests and benchmark: a stand-in file (a tmpfs page with the VMClock
 //! ABI layout) in place of `/dev/vmclock0`, named by `FKRNG_TEST_VMCLOCK_PATH`
-//! (`scripts/vmclock-stand-in.sh` writes one); [`follow_device`] switches the process between
+//! (`scripts/vmclock-stand-in.sh` writes one) in a program that called
+//! [`stand_in_from_env`] (no other program, such as the `fkrng` tool built in this
+//! repository, reads that variable); [`follow_device`] switches the process between
 //! the mapped counter and the fallback word, so that one benchmark run measures reads both
 //! ways; and, in the unit tests, a thread that follows a stand-in page of its own
 //! ([`follow`]), so that a test changes "the generation" without disturbing tests on other
 //! threads.
 
 use crate::snapshot::{COUNTER, UNMAPPED};
-use core::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
+
+/// Set by [`stand_in_from_env`]: only then are the environment variables read.
+static FROM_ENV: AtomicBool = AtomicBool::new(false);
+
+/// Lets this process (and its forked children) take the stand-in named by
+/// `FKRNG_TEST_VMCLOCK_PATH` in place of the device, and stop when it is refused and
+/// `FKRNG_TEST_VMCLOCK_MUST_MAP` is set. Call it before the process's first read: the
+/// device is probed once, at the first seeding.
+pub fn stand_in_from_env() {
+    FROM_ENV.store(true, Ordering::Relaxed);
+}
 
 /// The mapped counter, once the probe succeeded.
 static DEVICE_COUNTER: AtomicPtr<AtomicU64> = AtomicPtr::new(core::ptr::null_mut());
@@ -33,6 +46,9 @@ pub fn follow_device(on: bool) -> bool {
 
 /// The stand-in named by `FKRNG_TEST_VMCLOCK_PATH`, probed in place of the device.
 pub(crate) fn stand_in_path() -> Option<std::ffi::OsString> {
+    if !FROM_ENV.load(Ordering::Relaxed) {
+        return None;
+    }
     std::env::var_os("FKRNG_TEST_VMCLOCK_PATH")
 }
 
@@ -47,7 +63,8 @@ pub(crate) fn stand_in_path() -> Option<std::ffi::OsString> {
     allow(dead_code)
 )]
 pub(crate) fn stand_in_refused(why: &dyn core::fmt::Debug) {
-    if std::env::var_os("FKRNG_TEST_VMCLOCK_MUST_MAP").is_some() {
+    if FROM_ENV.load(Ordering::Relaxed) && std::env::var_os("FKRNG_TEST_VMCLOCK_MUST_MAP").is_some()
+    {
         // Straight to the descriptor: the test harness captures `eprintln!`.
         let _ = std::io::Write::write_all(
             &mut std::io::stderr(),

@@ -7,7 +7,9 @@ use std::sync::OnceLock;
 #[cfg(not(any(target_os = "linux", target_os = "android")))]
 use std::time::Instant;
 
-/// Lower end of the reseed byte budget: 1 MiB of output since the last (re)seed.
+/// Lower end of the reseed byte budget: 1 MiB of output since the last (re)seed. Each
+/// (re)seed draws its budget uniformly from [`RESEED_MIN_BYTES`, 2 × `RESEED_MIN_BYTES`)
+/// bytes, and the reseed comes at the first refill or direct fill past it.
 pub const RESEED_MIN_BYTES: u64 = 1 << 20;
 /// Time after which a thread reseeds at its next refill: 60 seconds (the Linux kernel's
 /// crng reseed interval), in nanoseconds.
