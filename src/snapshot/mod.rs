@@ -126,10 +126,6 @@ pub fn snapshot_protection() -> Option<SnapshotProtection> {
 /// The counter the calling thread compares with.
 #[inline(always)]
 fn counter() -> *const AtomicU64 {
-    #[cfg(test)]
-    if let Some(region) = crate::test_hooks::snapshot::thread_region() {
-        return region.counter();
-    }
     // Acquire pairs with the Release store that publishes a mapping.
     COUNTER.0.load(Ordering::Acquire)
 }
@@ -157,10 +153,6 @@ pub(crate) fn generation() -> u64 {
 pub(crate) fn settled_generation() -> u64 {
     if PROBE.load(Ordering::Acquire) == UNKNOWN {
         probe_once();
-    }
-    #[cfg(test)]
-    if let Some(region) = crate::test_hooks::snapshot::thread_region() {
-        return region.settled().map_or_else(generation, |(_, g)| g);
     }
     match mapped_region() {
         Some(region) => region.settled().map_or_else(generation, |(_, g)| g),

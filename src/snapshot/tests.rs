@@ -1,7 +1,7 @@
 use super::device::*;
 use super::*;
 use crate::memory::page_size;
-use crate::test_hooks::lifecycle::{forking, in_child, unreseeded_continuation};
+use crate::test_hooks::lifecycle::{forking, in_child, in_new_process, unreseeded_continuation};
 use core::sync::atomic::{AtomicU32, fence};
 use fkrng_test_support::child::{self, How, Status};
 use std::path::PathBuf;
@@ -329,6 +329,12 @@ fn read_after_restore(expected_generation: u64) -> [u8; 32] {
 
 #[test]
 fn counter_change_reseeds_every_thread_before_its_next_output() {
+    // The whole process follows the stand-in: alone in a process of its own.
+    if in_new_process("snapshot::tests::counter_change_reseeds_every_thread_before_its_next_output")
+        .is_some()
+    {
+        return;
+    }
     let _serial = serial();
     let s = StandIn::new(7);
     let region = s.region();
@@ -405,6 +411,14 @@ fn next_32() -> Option<[u8; 32]> {
 /// value), the child's first read comes from a reseeded state.
 #[test]
 fn clones_of_a_snapshot_diverge_at_the_first_read_after_the_change() {
+    // The whole process follows the stand-in: alone in a process of its own.
+    if in_new_process(
+        "snapshot::tests::clones_of_a_snapshot_diverge_at_the_first_read_after_the_change",
+    )
+    .is_some()
+    {
+        return;
+    }
     let _serial = serial();
     std::thread::spawn(|| {
         crate::test_hooks::lifecycle::set_up_without_wipe_on_fork();

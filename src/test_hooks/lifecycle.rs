@@ -142,3 +142,39 @@ pub(crate) fn in_child(raw_clone: bool, child: fn() -> Option<[u8; 32]>) -> [u8;
     .expect_success("a generator read in the child");
     bytes.try_into().expect("the child sends 32 bytes")
 }
+
+/// Marks a test binary run again for one test ([`in_new_process`]).
+const IN_NEW_PROCESS: &str = "FKRNG_TEST_IN_NEW_PROCESS";
+
+/// For a unit test that needs a process of its own (one whose fork handlers are not yet
+/// registered, or one whose process-wide settings no other test shares). In the test
+/// binary's usual run: runs the test `name` (its full path, as `--exact` takes it) again,
+/// alone, in a new process (through the emulator that `FKRNG_TEST_RUNNER` names, as in
+/// the runs for other architectures), asserts that it passed and returns its output. In
+/// that new process: returns `None`, and the caller runs the test's body.
+pub(crate) fn in_new_process(name: &str) -> Option<String> {
+    if std::env::var_os(IN_NEW_PROCESS).is_some() {
+        return None;
+    }
+    let runner = std::env::var("FKRNG_TEST_RUNNER").unwrap_or_default();
+    let mut runner = runner.split_whitespace();
+    let exe = std::env::current_exe().unwrap();
+    let mut command = match runner.next() {
+        Some(emulator) => {
+            let mut command = std::process::Command::new(emulator);
+            command.args(runner).arg(exe);
+            command
+        }
+        None => std::process::Command::new(exe),
+    };
+    let out = command
+        .args(["--exact", name, "--nocapture", "--test-threads=1"])
+        .env(IN_NEW_PROCESS, "1")
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("1 passed"), "{name} did not run: {text}");
+    Some(text)
+}

@@ -4,9 +4,8 @@
 //! [`stand_in_from_env`] (no other program, such as the `fkrng` tool built in this
 //! repository, reads that variable); [`follow_device`] switches the process between
 //! the mapped counter and the fallback word, so that one benchmark run measures reads both
-//! ways; and, in the unit tests, a thread that follows a stand-in page of its own
-//! ([`follow`]), so that a test changes "the generation" without disturbing tests on other
-//! threads.
+//! ways; and, in the unit tests, a stand-in page that the whole process follows
+//! ([`follow`]), in a test that runs alone in a process of its own.
 
 use crate::snapshot::{COUNTER, UNMAPPED};
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
@@ -74,21 +73,10 @@ pub(crate) fn stand_in_refused(why: &dyn core::fmt::Debug) {
     }
 }
 
-#[cfg(test)]
-std::thread_local! {
-    /// The stand-in page this thread follows ([`follow`]), or null.
-    static REGION: core::cell::Cell<*const u8> = const { core::cell::Cell::new(core::ptr::null()) };
-}
-
-/// The stand-in page the calling thread follows, if any.
-#[cfg(test)]
-pub(crate) fn thread_region() -> Option<crate::snapshot::Region> {
-    let p = REGION.get();
-    (!p.is_null()).then_some(crate::snapshot::Region(p))
-}
-
-/// From now on the calling thread compares its state with `region`'s counter instead of
-/// the process-wide one.
+/// From now on every thread compares its state with `region`'s counter: the unit tests'
+/// stand-in page in place of the device (each such test runs alone in a process of its
+/// own, `test_hooks::lifecycle::in_new_process`). Probes the device first, so that the
+/// process's one probe cannot replace the stand-in later.
 #[cfg(all(
     test,
     target_os = "linux",
@@ -96,5 +84,8 @@ pub(crate) fn thread_region() -> Option<crate::snapshot::Region> {
     target_pointer_width = "64"
 ))]
 pub(crate) fn follow(region: crate::snapshot::Region) {
-    REGION.set(region.0);
+    crate::snapshot::settled_generation();
+    COUNTER
+        .0
+        .store(region.counter().cast_mut(), Ordering::Release);
 }

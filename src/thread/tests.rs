@@ -4,11 +4,11 @@ use crate::generator::KEY_LEN;
 use crate::memory::Advice;
 use crate::snapshot;
 use crate::test_hooks::entropy::FakeEntropy;
-#[cfg(all(target_os = "linux", fkrng_test_hooks))]
-use crate::test_hooks::lifecycle::in_child;
 use crate::test_hooks::lifecycle::{
     Release, releases, set_up_without_wipe_on_fork, state_range, steady_epoch,
 };
+#[cfg(all(target_os = "linux", fkrng_test_hooks))]
+use crate::test_hooks::lifecycle::{in_child, in_new_process};
 
 struct FakeClock(Cell<u64>);
 
@@ -411,32 +411,11 @@ fn atfork_epoch_alone_reseeds_a_forked_child() {
 #[cfg(all(target_os = "linux", fkrng_test_hooks))]
 #[test]
 fn a_child_handler_registered_before_fkrng_gets_fresh_bytes() {
-    const NAME: &str = "thread::tests::a_child_handler_registered_before_fkrng_gets_fresh_bytes";
-    const IN_NEW_PROCESS: &str = "FKRNG_TEST_IN_NEW_PROCESS";
-    if std::env::var_os(IN_NEW_PROCESS).is_some() {
+    let Some(text) =
+        in_new_process("thread::tests::a_child_handler_registered_before_fkrng_gets_fresh_bytes")
+    else {
         return child_handler_order_in_this_process();
-    }
-    // Under an emulator (`FKRNG_TEST_RUNNER`, as in the runs for other architectures)
-    // the test binary runs through it again.
-    let runner = std::env::var("FKRNG_TEST_RUNNER").unwrap_or_default();
-    let mut runner = runner.split_whitespace();
-    let exe = std::env::current_exe().unwrap();
-    let mut command = match runner.next() {
-        Some(emulator) => {
-            let mut command = std::process::Command::new(emulator);
-            command.args(runner).arg(exe);
-            command
-        }
-        None => std::process::Command::new(exe),
     };
-    let out = command
-        .args(["--exact", NAME, "--nocapture", "--test-threads=1"])
-        .env(IN_NEW_PROCESS, "1")
-        .output()
-        .unwrap();
-    let text =
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{text}");
     assert!(
         text.contains("the earlier child handler read fresh bytes"),
         "{text}"
