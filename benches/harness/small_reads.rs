@@ -6,41 +6,8 @@
 //!
 //! Usage: `small_reads [READS] [BYTES_PER_READ]`. Prints `reads=… bytes=… allocations=…`.
 
-use std::alloc::{GlobalAlloc, Layout, System};
+use fkrng_test_support::alloc::{Counting, allocations};
 use std::hint::black_box;
-use std::sync::atomic::{AtomicU64, Ordering};
-
-/// The system allocator, counting allocations and reallocations.
-struct Counting;
-
-static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
-
-// SAFETY: every method forwards to `System` with the caller's arguments unchanged, so the
-// `GlobalAlloc` contract is `System`'s; the counter is a relaxed atomic add.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: forwarded unchanged (see the impl).
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: forwarded unchanged (see the impl).
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: forwarded unchanged (see the impl).
-        unsafe { System.alloc_zeroed(layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: forwarded unchanged (see the impl).
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
@@ -71,13 +38,13 @@ fn main() {
     // The first read sets the thread up (its state mapping, the fork check, which reads
     // /proc/self/smaps); allocations are counted from the second read on.
     fkrng::fill(black_box(&mut *dest));
-    let before = ALLOCATIONS.load(Ordering::Relaxed);
+    let before = allocations();
     let mut acc = 0u8;
     for _ in 1..reads {
         fkrng::fill(black_box(&mut *dest));
         acc ^= dest[0];
     }
-    let allocations = ALLOCATIONS.load(Ordering::Relaxed) - before;
+    let allocations = allocations() - before;
     black_box(acc);
     println!(
         "reads={reads} bytes={} allocations={allocations}",

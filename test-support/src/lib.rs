@@ -11,7 +11,9 @@
 //! - [`child`]: run a closure in a `fork()`ed or raw-`clone`d child, get its bytes back.
 //! - [`signals`]: signal handlers and periodic timer signals.
 //! - [`stack`]: painted thread and signal stacks that measure how deep code reached.
+//! - [`alloc`]: a global allocator that counts allocations.
 
+pub mod alloc;
 pub mod chacha;
 pub mod kat;
 pub mod model;
