@@ -175,7 +175,7 @@ pub(super) fn with_kernels<'a>(
             // SAFETY: `usable(counter, whole)` holds, and `head` is `whole` blocks long.
             unsafe { (kernel.write)(words, counter, head) };
             #[cfg(test)]
-            super::tests::count_call(if kernel.lanes == 16 { 0 } else { 1 });
+            crate::test_hooks::keystream::count_kernel_call(if kernel.lanes == 16 { 0 } else { 1 });
             counter += whole as u64;
             out = rest;
         }

@@ -2,6 +2,7 @@
 //! kernels each path runs, and the depth of the scrub.
 
 use super::*;
+use crate::test_hooks::keystream::KERNEL_CALLS;
 
 fn reference(key: &[u8; KEY_LEN], counter: u64, blocks: usize) -> Vec<Block> {
     let mut out = vec![[0u8; BLOCK_LEN]; blocks];
@@ -230,28 +231,13 @@ fn small_stack_matches_the_chacha20_crate() {
     }
 }
 
-std::thread_local! {
-    /// Kernel calls made on this thread: the 16-block AVX-512 kernel, the 8-block AVX2
-    /// kernel, the AVX-512 tail kernel.
-    static CALLS: core::cell::Cell<[u64; 3]> = const { core::cell::Cell::new([0; 3]) };
-}
-
-/// Counts a kernel call in slot `index` of [`CALLS`].
-pub(super) fn count_call(index: usize) {
-    CALLS.with(|calls| {
-        let mut n = calls.get();
-        n[index] += 1;
-        calls.set(n);
-    });
-}
-
 /// Which kernels ran: a refill, a 24-block fill (a 16-block and an 8-block pass on the
 /// AVX-512 path) and a 100-byte direct fill (a two-block tail) call exactly the kernels
 /// of the path this build reports, and no other.
 #[test]
 fn the_kernels_that_ran_are_those_of_the_reported_path() {
     let key = [0x3c; KEY_LEN];
-    CALLS.set([0; 3]);
+    KERNEL_CALLS.set([0; 3]);
     let mut blocks = [[0u8; BLOCK_LEN]; 16];
     blocks[0][..KEY_LEN].copy_from_slice(&key);
     refill_in_place(&mut blocks);
@@ -266,7 +252,7 @@ fn the_kernels_that_ran_are_those_of_the_reported_path() {
         KeystreamPath::Avx2 => [0, 2, 0],
         KeystreamPath::Portable | KeystreamPath::SmallStack => [0, 0, 0],
     };
-    assert_eq!(CALLS.get(), expected, "{}", keystream_path());
+    assert_eq!(KERNEL_CALLS.get(), expected, "{}", keystream_path());
 }
 
 /// The path the unit tests ran on is the one the CI run asked for: the build's pin, or

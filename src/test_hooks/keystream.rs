@@ -1,5 +1,6 @@
 //! A read-only view of an [`FkeRng`]'s state, for the differential unit tests and the
-//! differential fuzz target, which compare it with the reference model after every step.
+//! differential fuzz target, which compare it with the reference model after every step;
+//! and, in the unit tests, a count of the SIMD kernel calls made on each thread.
 
 use crate::generator::{FkeRng, KEY_LEN};
 
@@ -27,4 +28,22 @@ impl FkeRng {
             buffer: fke.buffer(),
         }
     }
+}
+
+#[cfg(test)]
+std::thread_local! {
+    /// Kernel calls made on this thread: the 16-block AVX-512 kernel, the 8-block AVX2
+    /// kernel, the AVX-512 tail kernel.
+    pub(crate) static KERNEL_CALLS: core::cell::Cell<[u64; 3]> =
+        const { core::cell::Cell::new([0; 3]) };
+}
+
+/// Counts a kernel call in slot `index` of [`KERNEL_CALLS`].
+#[cfg(test)]
+pub(crate) fn count_kernel_call(index: usize) {
+    KERNEL_CALLS.with(|calls| {
+        let mut n = calls.get();
+        n[index] += 1;
+        calls.set(n);
+    });
 }

@@ -21,7 +21,7 @@
 pub mod counters;
 #[cfg(all(test, feature = "std"))]
 pub(crate) mod entropy;
-mod keystream;
+pub(crate) mod keystream;
 #[cfg(all(test, feature = "std"))]
 pub(crate) mod lifecycle;
 #[cfg(all(feature = "std", any(test, fkrng_test_hooks)))]
