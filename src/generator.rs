@@ -99,6 +99,24 @@ impl FkeState {
         self.avail -= dest.len();
     }
 
+    /// Takes the next `N` unserved bytes (`N` at most 992) as an array and zeroes them in the
+    /// buffer, or `None` (nothing taken) when fewer than `N` are left. The integer and array
+    /// reads' fast path: the bytes go straight to registers, with no output buffer to zero
+    /// first and no copy through memory.
+    #[inline(always)]
+    pub(crate) fn take<const N: usize>(&mut self) -> Option<[u8; N]> {
+        let avail = self.avail;
+        if avail < N {
+            return None;
+        }
+        let buffer = self.block.as_flattened_mut();
+        let src = buffer[REFILL_LEN - avail..].first_chunk_mut::<N>()?;
+        let out = *src;
+        *src = [0; N];
+        self.avail = avail - N;
+        Some(out)
+    }
+
     /// Serves bytes from the buffer first, then produces the rest of `dest` by refills and
     /// direct fills exactly as the spec's `fill` loop says. `before_keystream(self, bytes)`
     /// runs before each batch of keystream with the number of bytes about to be produced
@@ -267,6 +285,9 @@ impl FkeRng {
     /// The next `N` bytes of the stream as an array.
     #[inline]
     pub fn array<const N: usize>(&mut self) -> [u8; N] {
+        if let Some(bytes) = self.fke.take::<N>() {
+            return bytes;
+        }
         let mut out = [0u8; N];
         self.fill(&mut out);
         out

@@ -176,9 +176,10 @@ pub fn try_fill(dest: &mut [u8]) -> Result<(), Error> {
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 #[inline(always)]
 pub fn array<const N: usize>() -> [u8; N] {
-    let mut out = [0u8; N];
-    fill(&mut out);
-    out
+    match thread::try_array() {
+        Ok(bytes) => bytes,
+        Err(e) => fill_failed(e),
+    }
 }
 
 /// A random `u32` from 4 bytes (little-endian) of the calling thread's generator.
@@ -213,9 +214,7 @@ pub fn u64() -> u64 {
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 #[inline]
 pub fn try_array<const N: usize>() -> Result<[u8; N], Error> {
-    let mut out = [0u8; N];
-    try_fill(&mut out)?;
-    Ok(out)
+    thread::try_array()
 }
 
 /// A random `u32` from 4 bytes (little-endian) of the calling thread's generator, or the OS

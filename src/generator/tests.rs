@@ -90,3 +90,39 @@ fn debug_shows_no_bytes() {
     let text = format!("{rng:?}");
     assert_eq!(text, "FkeRng { .. }");
 }
+
+/// `take` (the fast path of `array`, `next_u32`, `next_u64`) serves exactly what `fill`
+/// would, zeroes those bytes, and takes nothing when fewer than `N` are left.
+#[test]
+fn take_serves_the_next_bytes_and_zeroes_them() {
+    fn check<const N: usize>() {
+        let mut reference = FkeRng::from_seed([4; 32]);
+        let mut rng = FkeRng::from_seed([4; 32]);
+        let mut whole = [0u8; 992];
+        reference.fill(&mut whole);
+        rng.fill(&mut [0u8; 5]);
+        let mut at = 5;
+        while at + N <= BUFFER_LEN {
+            let got = rng.fke.take::<N>().expect("enough left");
+            assert_eq!(got[..], whole[at..at + N], "N = {N}, at {at}");
+            at += N;
+            assert!(rng.fke().buffer()[..at].iter().all(|&b| b == 0), "N = {N}");
+            assert_eq!(rng.fke().available(), BUFFER_LEN - at);
+        }
+        let left = rng.fke().buffer().to_vec();
+        assert_eq!(rng.fke.take::<N>(), None, "N = {N}: too few left");
+        assert_eq!(rng.fke().buffer(), &left[..], "N = {N}: nothing taken");
+        // Across the refill, `array` equals `fill`.
+        let mut expected = [0u8; N];
+        let (old, new) = expected.split_at_mut(BUFFER_LEN - at);
+        old.copy_from_slice(&whole[at..]);
+        reference.fill(new);
+        assert_eq!(rng.array::<N>(), expected, "N = {N}: across a refill");
+    }
+    check::<1>();
+    check::<4>();
+    check::<8>();
+    check::<12>();
+    check::<32>();
+    check::<64>();
+}

@@ -85,6 +85,29 @@ pub(crate) fn try_fill(dest: &mut [u8]) -> Result<(), Error> {
     }
 }
 
+/// Returns `N` bytes from the calling thread's generator: [`try_fill`] for fixed sizes, with
+/// the bytes returned in registers rather than written through a pointer. Everything but a
+/// read served from the buffer goes to [`try_fill`] through a cold call.
+#[inline(always)]
+pub(crate) fn try_array<const N: usize>() -> Result<[u8; N], Error> {
+    let p = STATE.get();
+    if !p.is_null() && p != UNAVAILABLE {
+        // SAFETY: as in `try_fill`.
+        if let Some(bytes) = unsafe { enter(p, |st| st.take::<N>()) }.flatten() {
+            return Ok(bytes);
+        }
+    }
+    array_slow()
+}
+
+#[cold]
+#[inline(never)]
+fn array_slow<const N: usize>() -> Result<[u8; N], Error> {
+    let mut bytes = [0u8; N];
+    try_fill(&mut bytes)?;
+    Ok(bytes)
+}
+
 /// Runs `f` on the generator in `slot`, unless a read is already under way on this thread
 /// (this call comes from a signal handler that interrupted it): then `None`, and the state
 /// is not touched.

@@ -52,6 +52,18 @@ impl ThreadState {
         }
     }
 
+    /// The fast path of a fixed-size read (`u32`, `u64`, `array`): the epoch and VM
+    /// generation checks, then `N` bytes taken from the buffer; `None` (nothing taken) when
+    /// the read needs the slow path.
+    #[inline(always)]
+    pub(super) fn take<const N: usize>(&mut self) -> Option<[u8; N]> {
+        if self.life.epoch == fork::epoch() && self.life.generation == snapshot::generation() {
+            self.fke.take::<N>()
+        } else {
+            None
+        }
+    }
+
     /// Seeds or reseeds if the state is unseeded, from an older epoch (fork, `reseed_all`) or
     /// from another VM generation (snapshot restore), then fills, reseeding periodically
     /// before a refill or direct fill.

@@ -541,3 +541,54 @@ fn empty_read_needs_no_seed_and_sets_up_nothing() {
     .unwrap();
     assert!(slot_null, "an empty first read set up a state");
 }
+
+/// What the thread's buffer holds: its 992 bytes and the count of unserved ones.
+fn buffer_now() -> (Vec<u8>, usize) {
+    let p = STATE.get();
+    // SAFETY: this thread's live slot (the caller made a read first).
+    unsafe { enter(p, |st| (st.fke.buffer().to_vec(), st.fke.available())) }
+        .expect("no read under way")
+}
+
+/// One fixed-size read through [`try_array`], checked against the buffer: from the buffer
+/// it returns exactly the next `N` bytes and zeroes them, leaving the rest alone; across a
+/// refill it returns the rest of the old buffer, then the head of the new one, and leaves
+/// both served parts zeroed.
+fn check_fixed_size_read<const N: usize>() {
+    let (before, avail) = buffer_now();
+    let at = crate::generator::BUFFER_LEN - avail;
+    let got: [u8; N] = try_array().unwrap();
+    let (after, avail_after) = buffer_now();
+    if avail >= N {
+        assert_eq!(got[..], before[at..at + N], "N = {N}: the next bytes");
+        assert!(after[..at + N].iter().all(|&b| b == 0), "N = {N}: zeroed");
+        assert_eq!(after[at + N..], before[at + N..], "N = {N}: rest untouched");
+        assert_eq!(avail_after, avail - N);
+    } else {
+        let from_new = N - avail;
+        assert_eq!(got[..avail], before[at..], "N = {N}: old buffer first");
+        assert_eq!(avail_after, crate::generator::BUFFER_LEN - from_new);
+        assert!(after[..from_new].iter().all(|&b| b == 0), "N = {N}: zeroed");
+        assert!(got[avail..].iter().any(|&b| b != 0), "N = {N}: new bytes");
+    }
+}
+
+/// `u32`, `u64` and `array` take their bytes straight from the buffer: each value is the
+/// next bytes of the stream, and a word served does not stay in the buffer (over 500
+/// reads, so every size meets the end of a buffer more than once).
+#[test]
+fn fixed_size_reads_serve_the_next_bytes_and_zero_them() {
+    let _epoch = steady_epoch();
+    std::thread::spawn(|| {
+        crate::fill(&mut [0u8; 1]);
+        for _ in 0..100 {
+            check_fixed_size_read::<4>();
+            check_fixed_size_read::<8>();
+            check_fixed_size_read::<12>();
+            check_fixed_size_read::<32>();
+            check_fixed_size_read::<1>();
+        }
+    })
+    .join()
+    .unwrap();
+}
