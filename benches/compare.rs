@@ -3,7 +3,9 @@
 //!
 //! - `fill`: fills of 1 B to 1 MiB.
 //! - `int`: one `u32` / `u64` (`fkrng::u32()`, and `next_u32` through a held `fkrng::rng()`
-//!   handle, against a held `rand::rng()` handle).
+//!   handle, against a held `rand::rng()` handle); `FkeRng` is the bare generator (no
+//!   thread-local lookup, re-entrancy flag, epoch or VM generation check), the floor under
+//!   the thread-local reads.
 //! - `sample`: `rand`'s extension methods through each generator's handle:
 //!   `random_range(0..1000)` and a shuffle of 1000 elements.
 //! - `array`: a 12-byte nonce and a 32-byte key.
@@ -154,6 +156,8 @@ fn int(c: &mut Criterion) {
     g.bench_function("fkrng::rng()/next_u32", |b| b.iter(|| fk_rng.next_u32()));
     g.bench_function("rand::rng()/u32", |b| b.iter(|| rand_rng.next_u32()));
     g.bench_function("ChaCha20Rng/u32", |b| b.iter(|| chacha.next_u32()));
+    let mut fke = fkrng::FkeRng::from_seed(fkrng::array());
+    g.bench_function("FkeRng/u32", |b| b.iter(|| fke.next_u32()));
     if let Some(v) = vdso.as_mut() {
         g.bench_function("vDSO getrandom/u32", |b| {
             b.iter(|| {
@@ -171,6 +175,7 @@ fn int(c: &mut Criterion) {
     g.bench_function("fkrng::rng()/next_u64", |b| b.iter(|| fk_rng.next_u64()));
     g.bench_function("rand::rng()/u64", |b| b.iter(|| rand_rng.next_u64()));
     g.bench_function("ChaCha20Rng/u64", |b| b.iter(|| chacha.next_u64()));
+    g.bench_function("FkeRng/u64", |b| b.iter(|| fke.next_u64()));
     if let Some(v) = vdso.as_mut() {
         g.bench_function("vDSO getrandom/u64", |b| {
             b.iter(|| {

@@ -37,6 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PEERS = [
     "fkrng",
     "fkrng::rng()",
+    "FkeRng",
     "rand::rng()",
     "ChaCha20Rng",
     "vDSO getrandom",
