@@ -176,10 +176,20 @@ pub fn try_fill(dest: &mut [u8]) -> Result<(), Error> {
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 #[inline(always)]
 pub fn array<const N: usize>() -> [u8; N] {
-    match thread::try_array() {
-        Ok(bytes) => bytes,
-        Err(e) => fill_failed(e),
+    match thread::take() {
+        Some(bytes) => bytes,
+        None => array_slow(),
     }
+}
+
+/// [`array`] when the buffer cannot serve it: through [`fill`], out of line.
+#[cfg(feature = "std")]
+#[cold]
+#[inline(never)]
+fn array_slow<const N: usize>() -> [u8; N] {
+    let mut bytes = [0u8; N];
+    fill(&mut bytes);
+    bytes
 }
 
 /// A random `u32` from 4 bytes (little-endian) of the calling thread's generator.
@@ -214,7 +224,20 @@ pub fn u64() -> u64 {
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 #[inline]
 pub fn try_array<const N: usize>() -> Result<[u8; N], Error> {
-    thread::try_array()
+    match thread::take() {
+        Some(bytes) => Ok(bytes),
+        None => try_array_slow(),
+    }
+}
+
+/// [`try_array`] when the buffer cannot serve it: through [`try_fill`], out of line.
+#[cfg(feature = "std")]
+#[cold]
+#[inline(never)]
+fn try_array_slow<const N: usize>() -> Result<[u8; N], Error> {
+    let mut bytes = [0u8; N];
+    try_fill(&mut bytes)?;
+    Ok(bytes)
 }
 
 /// A random `u32` from 4 bytes (little-endian) of the calling thread's generator, or the OS

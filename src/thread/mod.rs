@@ -85,27 +85,19 @@ pub(crate) fn try_fill(dest: &mut [u8]) -> Result<(), Error> {
     }
 }
 
-/// Returns `N` bytes from the calling thread's generator: [`try_fill`] for fixed sizes, with
-/// the bytes returned in registers rather than written through a pointer. Everything but a
-/// read served from the buffer goes to [`try_fill`] through a cold call.
+/// The next `N` bytes of the calling thread's buffer, taken (and zeroed there) when the
+/// thread's state is set up, no read is under way on this thread, the epoch and VM
+/// generation are unchanged and at least `N` bytes are left; `None` (nothing taken)
+/// otherwise, and then the caller reads through [`try_fill`]. The fast path of `u32`, `u64`
+/// and `array`: the bytes come back in registers, not through a pointer.
 #[inline(always)]
-pub(crate) fn try_array<const N: usize>() -> Result<[u8; N], Error> {
+pub(crate) fn take<const N: usize>() -> Option<[u8; N]> {
     let p = STATE.get();
-    if !p.is_null() && p != UNAVAILABLE {
-        // SAFETY: as in `try_fill`.
-        if let Some(bytes) = unsafe { enter(p, |st| st.take::<N>()) }.flatten() {
-            return Ok(bytes);
-        }
+    if p.is_null() || p == UNAVAILABLE {
+        return None;
     }
-    array_slow()
-}
-
-#[cold]
-#[inline(never)]
-fn array_slow<const N: usize>() -> Result<[u8; N], Error> {
-    let mut bytes = [0u8; N];
-    try_fill(&mut bytes)?;
-    Ok(bytes)
+    // SAFETY: as in `try_fill`.
+    unsafe { enter(p, |st| st.take::<N>()) }.flatten()
 }
 
 /// Runs `f` on the generator in `slot`, unless a read is already under way on this thread

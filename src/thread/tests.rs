@@ -550,14 +550,14 @@ fn buffer_now() -> (Vec<u8>, usize) {
         .expect("no read under way")
 }
 
-/// One fixed-size read through [`try_array`], checked against the buffer: from the buffer
+/// One fixed-size read through [`crate::try_array`], checked against the buffer: from the buffer
 /// it returns exactly the next `N` bytes and zeroes them, leaving the rest alone; across a
 /// refill it returns the rest of the old buffer, then the head of the new one, and leaves
 /// both served parts zeroed.
 fn check_fixed_size_read<const N: usize>() {
     let (before, avail) = buffer_now();
     let at = crate::generator::BUFFER_LEN - avail;
-    let got: [u8; N] = try_array().unwrap();
+    let got: [u8; N] = crate::try_array().unwrap();
     let (after, avail_after) = buffer_now();
     if avail >= N {
         assert_eq!(got[..], before[at..at + N], "N = {N}: the next bytes");
