@@ -70,7 +70,7 @@ mod linux {
         let errno = unsafe { *libc::__errno_location() };
         // `fill` and `array` (the fixed-size path) in turn; not `try_fill`: a failure would
         // panic, and a panic in a handler aborts.
-        let v: [u8; 16] = if CALLS.load(Relaxed) % 2 == 0 {
+        let v: [u8; 16] = if CALLS.load(Relaxed).is_multiple_of(2) {
             let mut v = [0u8; 16];
             fkrng::fill(&mut v);
             v

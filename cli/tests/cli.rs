@@ -9,17 +9,7 @@ use std::time::{Duration, Instant};
 /// `FKRNG_TEST_RUNNER` (a program and its arguments, such as `qemu-aarch64 -L
 /// /usr/aarch64-linux-gnu`) when the tests run for another architecture.
 fn tool() -> Command {
-    let exe = env!("CARGO_BIN_EXE_fkrng");
-    let runner = std::env::var("FKRNG_TEST_RUNNER").unwrap_or_default();
-    let mut runner = runner.split_whitespace();
-    match runner.next() {
-        Some(emulator) => {
-            let mut command = Command::new(emulator);
-            command.args(runner).arg(exe);
-            command
-        }
-        None => Command::new(exe),
-    }
+    fkrng_test_support::runner::command(env!("CARGO_BIN_EXE_fkrng"))
 }
 
 fn fkrng(args: &[&str]) -> Output {
@@ -254,7 +244,7 @@ fn wait_or_kill(child: &mut Child) -> ExitStatus {
 
 /// Runs fkrng through `sh -c` with `redirect` applied to its stdout.
 fn fkrng_redirected(redirect: &str, args: &[&str]) -> (ExitStatus, String) {
-    let runner = std::env::var("FKRNG_TEST_RUNNER").unwrap_or_default();
+    let runner = fkrng_test_support::runner::emulator();
     let script = format!("exec {runner} \"$0\" \"$@\" {redirect}");
     let mut child = Command::new("sh")
         .arg("-c")

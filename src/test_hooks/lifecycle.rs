@@ -144,6 +144,7 @@ pub(crate) fn in_child(raw_clone: bool, child: fn() -> Option<[u8; 32]>) -> [u8;
 }
 
 /// Marks a test binary run again for one test ([`in_new_process`]).
+#[cfg(all(target_os = "linux", fkrng_test_hooks))]
 const IN_NEW_PROCESS: &str = "FKRNG_TEST_IN_NEW_PROCESS";
 
 /// For a unit test that needs a process of its own (one whose fork handlers are not yet
@@ -152,21 +153,13 @@ const IN_NEW_PROCESS: &str = "FKRNG_TEST_IN_NEW_PROCESS";
 /// alone, in a new process (through the emulator that `FKRNG_TEST_RUNNER` names, as in
 /// the runs for other architectures), asserts that it passed and returns its output. In
 /// that new process: returns `None`, and the caller runs the test's body.
+#[cfg(all(target_os = "linux", fkrng_test_hooks))]
 pub(crate) fn in_new_process(name: &str) -> Option<String> {
     if std::env::var_os(IN_NEW_PROCESS).is_some() {
         return None;
     }
-    let runner = std::env::var("FKRNG_TEST_RUNNER").unwrap_or_default();
-    let mut runner = runner.split_whitespace();
     let exe = std::env::current_exe().unwrap();
-    let mut command = match runner.next() {
-        Some(emulator) => {
-            let mut command = std::process::Command::new(emulator);
-            command.args(runner).arg(exe);
-            command
-        }
-        None => std::process::Command::new(exe),
-    };
+    let mut command = fkrng_test_support::runner::command(exe);
     let out = command
         .args(["--exact", name, "--nocapture", "--test-threads=1"])
         .env(IN_NEW_PROCESS, "1")

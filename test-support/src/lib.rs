@@ -12,11 +12,14 @@
 //! - [`signals`]: signal handlers and periodic timer signals.
 //! - [`stack`]: painted thread and signal stacks that measure how deep code reached.
 //! - [`alloc`]: a global allocator that counts allocations.
+//! - [`runner`]: commands that run the tests' binaries through the emulator of a
+//!   cross-architecture run.
 
 pub mod alloc;
 pub mod chacha;
 pub mod kat;
 pub mod model;
+pub mod runner;
 pub mod sampling;
 
 #[cfg(unix)]
