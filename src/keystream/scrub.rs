@@ -54,11 +54,29 @@ const SCRUB_BYTES_UNOPTIMISED: usize = 3584;
 /// on x86-64 Linux, any signal frame pushed below it during the computation.
 #[inline(always)]
 pub(super) fn below<R>(compute: impl FnOnce() -> R) -> R {
-    #[cfg(all(target_arch = "x86_64", target_os = "linux", feature = "std"))]
+    #[cfg(all(
+        feature = "std",
+        any(
+            all(target_arch = "x86_64", target_os = "linux"),
+            all(
+                target_arch = "aarch64",
+                any(target_os = "linux", target_os = "android")
+            )
+        )
+    ))]
     {
         signal_frames::below(compute)
     }
-    #[cfg(not(all(target_arch = "x86_64", target_os = "linux", feature = "std")))]
+    #[cfg(not(all(
+        feature = "std",
+        any(
+            all(target_arch = "x86_64", target_os = "linux"),
+            all(
+                target_arch = "aarch64",
+                any(target_os = "linux", target_os = "android")
+            )
+        )
+    )))]
     {
         let r = compute();
         scrub_stack();
@@ -89,5 +107,14 @@ fn scrub_stack() {
     }
 }
 
-#[cfg(all(target_arch = "x86_64", target_os = "linux", feature = "std"))]
+#[cfg(all(
+    feature = "std",
+    any(
+        all(target_arch = "x86_64", target_os = "linux"),
+        all(
+            target_arch = "aarch64",
+            any(target_os = "linux", target_os = "android")
+        )
+    )
+))]
 mod signal_frames;
