@@ -20,7 +20,7 @@
 //! | then up to 4688 | no | the rest of the 4096-byte `__reserved` area |
 //! | 4688..4704 | yes | the frame record (`x29`, `x30`) |
 //!
-//! Measured under qemu-aarch64 8 (the `max` CPU, with SVE at 512 bits) by painting the
+//! Measured under qemu-aarch64 7.2 (its default `max` CPU, with SVE at 512 bits) by painting the
 //! stack and raising a signal: written 280 bytes at `b + 304`, then 2776 bytes (FPSIMD and
 //! SVE records) from `b + 592`, then nothing up to the frame record; 4.6 KiB from the
 //! bottom of the frame to the interrupted stack pointer; `AT_MINSIGSTKSZ` not reported.
