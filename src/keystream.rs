@@ -23,7 +23,8 @@
 //! backends. Every keystream computation (kernel or crate) runs in a callee that is never
 //! inlined, and the stack area below the caller, where that callee's frames were, is zeroed
 //! after it returns (`keystream/scrub.rs`, with signal frames pushed below it and the
-//! registers on x86-64 Linux), so no spilled key word outlives the refill; elsewhere
+//! registers on x86-64 Linux and AArch64 Linux and Android), so no spilled key word
+//! outlives the refill; elsewhere
 //! key-derived values can remain in vector registers until later code reuses them (see
 //! docs/SECURITY.md, "Keystream residue and stack use"). Builds with debug assertions and
 //! no pin compute keystream with `keystream/small_stack.rs` instead, for a small stack at

@@ -1,5 +1,5 @@
-//! Zeroing the stack below a keystream computation: its dead frames, and on x86-64 Linux the
-//! signal frames the kernel may have pushed below it.
+//! Zeroing the stack below a keystream computation: its dead frames, and on x86-64 Linux
+//! and AArch64 Linux and Android the signal frames the kernel may have pushed below it.
 //!
 //! Every keystream computation runs in a callee that is never inlined ([`below`]), so its
 //! frames, and those of every kernel or `chacha20` crate backend it calls, lie below the
@@ -10,26 +10,38 @@
 //!
 //! A signal that interrupts the computation makes the kernel save the interrupted
 //! registers, vector registers with key and state words among them, in a frame below the
-//! interrupted stack pointer and its 128-byte red zone; the frame is up to
-//! `getauxval(AT_MINSIGSTKSZ)` bytes long (3.3 KiB with AVX-512 state) and is not erased
-//! when the handler returns (Linux `arch/x86/kernel/signal.c`, `get_sigframe`). On x86-64
-//! Linux the caller therefore writes a 512-byte canary band just below the scrubbed area
-//! before the computation and checks it afterwards. A frame that reaches below the scrubbed
-//! area crosses the band and overwrites part of it (its lowest bytes hold the handler's
-//! return address and the saved registers; the largest span of an x86 signal frame that the
-//! kernel leaves unwritten is the 256 bytes of unused XSAVE area after the AVX state), so a
-//! changed band means that a signal frame lies there: then one signal frame's size below the
-//! scrubbed area (the band included) is zeroed too, clamped to the alternate signal stack when the
-//! code runs on one (`sigaltstack(2)`). Without a signal that costs one 512-byte write and
-//! one 512-byte compare per computation. Before the zeroing, the vector and the
-//! caller-saved general registers are cleared, so a signal that arrives during the zeroing
-//! saves no key material either.
+//! interrupted stack pointer (and, on x86-64, its 128-byte red zone); the frame is up to
+//! `getauxval(AT_MINSIGSTKSZ)` bytes long (3.3 KiB with AVX-512 state, 4.6 KiB on AArch64
+//! without SVE state beyond the standard area) and is not erased when the handler returns
+//! (Linux `arch/x86/kernel/signal.c` and `arch/arm64/kernel/signal.c`, `get_sigframe`).
+//! The caller therefore writes canaries below the scrubbed area before the computation and
+//! checks them afterwards; a changed canary means that a signal frame lies there, and then
+//! one signal frame's size below the scrubbed area is zeroed too, clamped to the alternate
+//! signal stack when the code runs on one (`sigaltstack(2)`). Where the canaries go follows
+//! each kernel's frame layout:
+//!
+//! - x86-64 Linux: a 512-byte band just below the scrubbed area. A frame that reaches below
+//!   the scrubbed area crosses the band and overwrites part of it (its lowest bytes hold
+//!   the handler's return address and the saved registers; the largest span of an x86
+//!   signal frame that the kernel leaves unwritten is the 256 bytes of unused XSAVE area
+//!   after the AVX state). Without a signal that costs one 512-byte write and one 512-byte
+//!   compare per computation.
+//! - AArch64 Linux and Android: one word every 256 bytes from just below the scrubbed area
+//!   down to one signal frame's size below it (20 words for a 5120-byte frame). The frame
+//!   keeps the registers at its bottom, about 4.4 KiB below the interrupted stack pointer,
+//!   under an unwritten span of up to 3.5 KiB, so a band just below the scrubbed area could
+//!   miss it; the spacing is below the length of the frame's written register spans
+//!   (`signal_frames/aarch64.rs` gives the layout and the argument).
+//!
+//! Before the zeroing, the vector and the caller-saved general registers are cleared (on
+//! AArch64 all 32 SIMD registers whole, since only the low halves of v8-v15 are
+//! callee-saved), so a signal that arrives during the zeroing saves no key material either.
 //!
 //! Elsewhere, and under valgrind (whose memcheck rejects accesses below the stack pointer),
 //! the scrub zeroes a local array of [`SCRUB_BYTES`] in a frame of its own, kept by an
-//! empty `asm!` block that takes its address on AArch64 (volatile stores on the other
-//! architectures),
-//! and signal frames below the computation are not erased (docs/SECURITY.md).
+//! empty `asm!` block that takes its address on x86-64 and AArch64 (volatile stores on the
+//! other architectures), and signal frames below the computation are not erased
+//! (docs/SECURITY.md).
 
 /// Bytes below the caller's stack pointer that are zeroed after a keystream computation:
 /// at least the deepest stack the computation's frames reach on any path (fkrng's kernels,
@@ -51,14 +63,33 @@ const SCRUB_BYTES_UNOPTIMISED: usize = 3584;
 
 /// Runs `compute` (which must call a function that is never inlined, holding every
 /// key-derived value in its frames) and zeroes the stack below the caller afterwards, and,
-/// on x86-64 Linux, any signal frame pushed below it during the computation.
+/// on x86-64 Linux and AArch64 Linux and Android, any signal frame pushed below it during
+/// the computation.
 #[inline(always)]
 pub(super) fn below<R>(compute: impl FnOnce() -> R) -> R {
-    #[cfg(all(target_arch = "x86_64", target_os = "linux", feature = "std"))]
+    #[cfg(all(
+        feature = "std",
+        any(
+            all(target_arch = "x86_64", target_os = "linux"),
+            all(
+                target_arch = "aarch64",
+                any(target_os = "linux", target_os = "android")
+            )
+        )
+    ))]
     {
         signal_frames::below(compute)
     }
-    #[cfg(not(all(target_arch = "x86_64", target_os = "linux", feature = "std")))]
+    #[cfg(not(all(
+        feature = "std",
+        any(
+            all(target_arch = "x86_64", target_os = "linux"),
+            all(
+                target_arch = "aarch64",
+                any(target_os = "linux", target_os = "android")
+            )
+        )
+    )))]
     {
         let r = compute();
         scrub_stack();
@@ -70,9 +101,9 @@ pub(super) fn below<R>(compute: impl FnOnce() -> R) -> R {
 /// one local array in a frame that reuses the area the computation's frames used. The
 /// zeroing is kept by an `asm!` block that takes the array's address and, as far as the
 /// compiler knows, reads it, so no optimiser may drop the stores as dead. That block is used
-/// on the architectures whose residue tests run it (x86-64 natively, AArch64 under
-/// emulation); elsewhere (s390x, whose emulated residue tests run this path, WebAssembly
-/// and the rest) volatile writes of whole words keep the zeroing.
+/// on x86-64 and AArch64 (where this scrub serves valgrind runs and systems other than
+/// Linux and Android); elsewhere (s390x, whose emulated residue tests run this path,
+/// WebAssembly and the rest) volatile writes of whole words keep the zeroing.
 #[inline(never)]
 fn scrub_stack() {
     let mut area = [0usize; SCRUB_BYTES / size_of::<usize>()];
@@ -89,5 +120,14 @@ fn scrub_stack() {
     }
 }
 
-#[cfg(all(target_arch = "x86_64", target_os = "linux", feature = "std"))]
+#[cfg(all(
+    feature = "std",
+    any(
+        all(target_arch = "x86_64", target_os = "linux"),
+        all(
+            target_arch = "aarch64",
+            any(target_os = "linux", target_os = "android")
+        )
+    )
+))]
 mod signal_frames;

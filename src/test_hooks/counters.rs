@@ -39,7 +39,13 @@ pub(crate) fn count_state_set_up(reused: bool) {
 }
 
 #[cfg_attr(
-    not(all(target_arch = "x86_64", target_os = "linux")),
+    not(any(
+        all(target_arch = "x86_64", target_os = "linux"),
+        all(
+            target_arch = "aarch64",
+            any(target_os = "linux", target_os = "android")
+        )
+    )),
     allow(dead_code)
 )]
 pub(crate) fn count_signal_frame_wipe() {
@@ -48,7 +54,8 @@ pub(crate) fn count_signal_frame_wipe() {
 
 /// Keystream computations (refills, direct fills) after which the stack below the
 /// computation was zeroed as far as a signal frame reaches, because a signal frame had been
-/// pushed there during the computation (x86-64 Linux; always 0 elsewhere).
+/// pushed there during the computation (x86-64 Linux, AArch64 Linux and Android; always 0
+/// elsewhere).
 pub fn signal_frames_wiped() -> u64 {
     SIGNAL_FRAMES_WIPED.load(Relaxed)
 }

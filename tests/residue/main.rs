@@ -89,8 +89,8 @@ fn one_off_read_leaves_no_key_behind() {
 /// [`evidence::CLUSTER_SPAN`] bytes). Two given words of a key in 4096 random words occur
 /// with probability under C(4096, 2) (8 / 2^32)^2 = 3e-11. Runs until at least
 /// [`scenarios::STORM_MIN_INTERRUPTED`] batches were interrupted by a signal. Fails on
-/// x86-64 only, where fkrng wipes signal frames below a keystream computation; elsewhere it
-/// reports what the frames leave.
+/// x86-64 and AArch64, where fkrng wipes signal frames below a keystream computation;
+/// elsewhere (s390x) it reports what the frames leave.
 #[test]
 fn signal_frames_leave_no_old_key_behind() {
     scenarios::signal_storm();

@@ -1,55 +1,36 @@
-//! The x86-64 Linux scrub: the registers cleared, the stack below the computation zeroed,
-//! and a signal frame pushed below the zeroed area during the computation found by a canary
-//! band and zeroed too (see the parent module).
+//! The scrub where signal frames below a keystream computation are found and zeroed (x86-64
+//! Linux; AArch64 Linux and Android): the parts both architectures share, the signal frame
+//! size, the valgrind switch and the zeroing of the frames found. How each architecture
+//! clears its registers and finds a frame is in its own module, since its kernel lays the
+//! frame out differently (see the parent module).
 
-use super::SCRUB_BYTES;
-use core::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use core::sync::atomic::{AtomicU8, AtomicUsize, Ordering::Relaxed};
 
-/// Zeroes every listed vector register by xoring it with itself, in one `asm!` block
-/// that declares each one clobbered: SSE registers with `pxor r, r`; AVX-512 registers
-/// with `vpxord r, r, r` and the mask registers with `kxorw k, k, k`, then `vzeroupper`
-/// (VEX/EVEX code ends in the clean upper state, so later SSE code pays no transition).
-/// Registers only: no memory, no stack, flags kept.
-macro_rules! zero_vector_registers {
-    (pxor [$($r:tt)*]) => {
-        core::arch::asm!(
-            $(concat!("pxor ", $r, ", ", $r),)*
-            $(out($r) _,)*
-            options(nomem, nostack, preserves_flags),
-        )
-    };
-    (vpxord [$($r:tt)*] kxorw [$($k:tt)*]) => {
-        core::arch::asm!(
-            $(concat!("vpxord ", $r, ", ", $r, ", ", $r),)*
-            $(concat!("kxorw ", $k, ", ", $k, ", ", $k),)*
-            "vzeroupper",
-            $(out($r) _,)*
-            $(out($k) _,)*
-            options(nomem, nostack, preserves_flags),
-        )
-    };
-}
+#[cfg(target_arch = "aarch64")]
+mod aarch64;
+#[cfg(target_arch = "aarch64")]
+use aarch64 as arch;
+#[cfg(target_arch = "x86_64")]
+mod x86_64;
+#[cfg(target_arch = "x86_64")]
+use x86_64 as arch;
 
-/// Bytes of the canary band below the scrubbed area.
-const BAND: usize = 512;
+pub(super) use arch::below;
 
-/// The canary: an arbitrary odd pattern, neither zero nor a register's usual content.
+/// The canary: an arbitrary odd pattern, neither zero nor a register's usual content, nor
+/// a word a signal frame's bookkeeping fields would hold.
 const CANARY: u64 = 0x5c3a_91e7_0f6d_24b9;
 
-/// `AT_MINSIGSTKSZ` from `<linux/auxvec.h>`: the kernel's signal frame size (Linux 5.14
-/// and later on x86).
+/// `AT_MINSIGSTKSZ` from `<linux/auxvec.h>`: the kernel's signal frame size, as the largest
+/// frame this machine's register state can need (Linux 4.18 and later on AArch64, 5.14 and
+/// later on x86).
 const AT_MINSIGSTKSZ: libc::c_ulong = 51;
-
-/// Signal frame size where the kernel does not report one: AVX-512 state needs 3.3 KiB.
-const FALLBACK_SIGNAL_FRAME: usize = 4096;
 
 /// The signal frame size, read from the auxiliary vector once (0: not read yet).
 static SIGNAL_FRAME: AtomicUsize = AtomicUsize::new(0);
 
-cpufeatures::new!(cpuid_avx, "avx");
-
 /// Whether the process runs under valgrind: 0 not known yet, 1 no, 2 yes.
-static VALGRIND: core::sync::atomic::AtomicU8 = core::sync::atomic::AtomicU8::new(0);
+static VALGRIND: AtomicU8 = AtomicU8::new(0);
 
 /// Whether the process runs under valgrind, whose memcheck rejects every access below
 /// the stack pointer (and which delivers signals itself): there the scrub is the local
@@ -59,179 +40,23 @@ fn under_valgrind() -> bool {
     match VALGRIND.load(Relaxed) {
         1 => false,
         2 => true,
-        _ => ask_valgrind(),
-    }
-}
-
-/// Asks valgrind whether it is running, by its documented client request
-/// `RUNNING_ON_VALGRIND` (0x1001): a sequence of rotations of `rdi` by 128 bits in all
-/// and `xchg rbx, rbx`, which changes nothing natively and which valgrind recognises,
-/// answering in `rdx`.
-#[cold]
-#[inline(never)]
-fn ask_valgrind() -> bool {
-    let request: [u64; 6] = [0x1001, 0, 0, 0, 0, 0];
-    let answer: u64;
-    // SAFETY: natively the rotations leave `rdi` as it was and the exchange is a no-op,
-    // so `rdx` keeps 0; under valgrind it reads `request` and writes the answer to `rdx`.
-    unsafe {
-        core::arch::asm!(
-            "rol rdi, 3",
-            "rol rdi, 13",
-            "rol rdi, 61",
-            "rol rdi, 51",
-            "xchg rbx, rbx",
-            in("rax") request.as_ptr(),
-            inout("rdx") 0u64 => answer,
-            inout("rdi") 0u64 => _,
-            options(nostack),
-        );
-    }
-    let yes = answer != 0;
-    VALGRIND.store(if yes { 2 } else { 1 }, Relaxed);
-    yes
-}
-
-/// See [`super::below`].
-#[inline(always)]
-pub(super) fn below<R>(compute: impl FnOnce() -> R) -> R {
-    if under_valgrind() {
-        let r = compute();
-        super::scrub_stack();
-        return r;
-    }
-    // SAFETY: writes the BAND bytes from SCRUB_BYTES + BAND to SCRUB_BYTES below the
-    // stack pointer: stack that every keystream computation's scrub writes too (the read
-    // paths' stack use, measured with this included, is in docs/SECURITY.md), below the
-    // red zone and not part of any Rust object. `rep stosq` leaves the flags alone and
-    // runs forward (the direction flag is clear on entry to `asm!`).
-    unsafe {
-        core::arch::asm!(
-            "lea rdi, [rsp - {below}]",
-            "mov ecx, {words}",
-            "rep stosq",
-            below = const SCRUB_BYTES + BAND,
-            words = const BAND / 8,
-            in("rax") CANARY,
-            out("rdi") _,
-            out("rcx") _,
-            options(preserves_flags),
-        );
-    }
-    let r = compute();
-    let sp: usize;
-    let changed: u64;
-    // SAFETY: clears the caller-saved registers (declared as outputs), then zeroes the
-    // SCRUB_BYTES below the stack pointer (where the computation's frames were) and
-    // compares the band written above: all stack below this frame that the computation
-    // and the band write used, not part of any Rust object. `vzeroall`/`vpxord` run only
-    // where the CPU has AVX/AVX-512F, as detected.
-    unsafe {
-        // Vector registers: all 32 (and the masks) with AVX-512F, all 16 whole with AVX,
-        // else the 16 SSE registers. VEX/EVEX code ends in the clean upper state, so
-        // later SSE code pays no transition.
-        if super::super::avx512::detected() {
-            clear_zmm();
-        } else if cpuid_avx::get() {
-            clear_ymm();
-        } else {
-            zero_vector_registers!(pxor [
-                "xmm0" "xmm1" "xmm2" "xmm3" "xmm4" "xmm5" "xmm6" "xmm7"
-                "xmm8" "xmm9" "xmm10" "xmm11" "xmm12" "xmm13" "xmm14" "xmm15"
-            ]);
+        _ => {
+            let yes = arch::ask_valgrind();
+            VALGRIND.store(if yes { 2 } else { 1 }, Relaxed);
+            yes
         }
-        core::arch::asm!(
-            "xor esi, esi",
-            "xor r8d, r8d",
-            "xor r9d, r9d",
-            "xor r10d, r10d",
-            "xor r11d, r11d",
-            "xor eax, eax",
-            "mov rdx, rsp",
-            "lea rdi, [rsp - {scrub}]",
-            "mov ecx, {scrub_words}",
-            "rep stosq",
-            // rdi is now rsp: compare the band below the scrubbed area.
-            "lea rdi, [rsp - {below}]",
-            "mov ecx, {band_words}",
-            "2:",
-            "mov r8, [rdi]",
-            "xor r8, {canary}",
-            "or rax, r8",
-            "add rdi, 8",
-            "dec ecx",
-            "jnz 2b",
-            "xor r8d, r8d",
-            scrub = const SCRUB_BYTES,
-            scrub_words = const SCRUB_BYTES / 8,
-            below = const SCRUB_BYTES + BAND,
-            band_words = const BAND / 8,
-            canary = in(reg) CANARY,
-            out("rax") changed,
-            out("rdx") sp,
-            out("rdi") _,
-            out("rcx") _,
-            out("rsi") _,
-            out("r8") _,
-            out("r9") _,
-            out("r10") _,
-            out("r11") _,
-        );
-    }
-    if changed != 0 {
-        wipe_signal_frames(sp);
-    }
-    r
-}
-
-/// Clears all 32 AVX-512 registers and the mask registers k1 to k7, leaving the upper
-/// state clean (`vzeroupper`).
-///
-/// # Safety
-/// Only on a CPU with AVX-512F.
-#[target_feature(enable = "avx512f")]
-#[inline]
-unsafe fn clear_zmm() {
-    // SAFETY: AVX-512F is present (the caller's contract); registers only.
-    unsafe {
-        zero_vector_registers!(vpxord [
-            "zmm0" "zmm1" "zmm2" "zmm3" "zmm4" "zmm5" "zmm6" "zmm7"
-            "zmm8" "zmm9" "zmm10" "zmm11" "zmm12" "zmm13" "zmm14" "zmm15"
-            "zmm16" "zmm17" "zmm18" "zmm19" "zmm20" "zmm21" "zmm22" "zmm23"
-            "zmm24" "zmm25" "zmm26" "zmm27" "zmm28" "zmm29" "zmm30" "zmm31"
-        ] kxorw ["k1" "k2" "k3" "k4" "k5" "k6" "k7"]);
     }
 }
 
-/// Clears the 16 AVX registers whole.
-///
-/// # Safety
-/// Only on a CPU with AVX.
-#[target_feature(enable = "avx")]
-#[inline]
-unsafe fn clear_ymm() {
-    // SAFETY: AVX is present (the caller's contract); registers only.
-    unsafe {
-        core::arch::asm!(
-            "vzeroall",
-            out("ymm0") _, out("ymm1") _, out("ymm2") _, out("ymm3") _,
-            out("ymm4") _, out("ymm5") _, out("ymm6") _, out("ymm7") _,
-            out("ymm8") _, out("ymm9") _, out("ymm10") _, out("ymm11") _,
-            out("ymm12") _, out("ymm13") _, out("ymm14") _, out("ymm15") _,
-            options(nomem, nostack, preserves_flags),
-        );
-    }
-}
-
-/// The signal frame size this kernel uses (`getauxval(AT_MINSIGSTKSZ)`, or
-/// [`FALLBACK_SIGNAL_FRAME`] where it reports none).
+/// The signal frame size this kernel uses, in bytes (`getauxval(AT_MINSIGSTKSZ)`, or the
+/// architecture's [`arch::FALLBACK_SIGNAL_FRAME`] where it reports none, as qemu-user does).
 fn signal_frame() -> usize {
     let mut size = SIGNAL_FRAME.load(Relaxed);
     if size == 0 {
         // SAFETY: reads the auxiliary vector; async-signal-safe (no locks, no memory).
         let reported = unsafe { libc::getauxval(AT_MINSIGSTKSZ) } as usize;
         size = if reported == 0 {
-            FALLBACK_SIGNAL_FRAME
+            arch::FALLBACK_SIGNAL_FRAME
         } else {
             reported
         };
@@ -240,18 +65,17 @@ fn signal_frame() -> usize {
     size
 }
 
-/// Zeroes one signal frame's size below the scrubbed area of the frame whose stack
-/// pointer is `sp` (the band included): where a signal frame pushed during the
-/// computation lies, since the computation's deepest stack pointer plus the red zone and
-/// 64 bytes of alignment stays within the scrubbed area. On an alternate signal stack
-/// the zeroing stops at its base.
+/// Zeroes the `depth` bytes below `top`, the lowest address of the area the scrub zeroed
+/// (`SCRUB_BYTES` below the stack pointer of the frame that ran the computation): where a
+/// signal frame pushed during the computation lies, since the computation's deepest stack
+/// pointer (plus the x86-64 red zone and alignment) stays within the scrubbed area. On an
+/// alternate signal stack the zeroing stops at its base.
 #[cold]
 #[inline(never)]
-fn wipe_signal_frames(sp: usize) {
+fn wipe_signal_frames(top: usize, depth: usize) {
     #[cfg(any(test, fkrng_test_hooks))]
     crate::test_hooks::counters::count_signal_frame_wipe();
-    let top = sp - SCRUB_BYTES;
-    let mut bottom = top - signal_frame().max(BAND);
+    let mut bottom = top - depth;
     // SAFETY: `current` is a valid out-pointer; a null `ss` only queries.
     unsafe {
         let mut current: libc::stack_t = core::mem::zeroed();
@@ -261,20 +85,13 @@ fn wipe_signal_frames(sp: usize) {
             bottom = bottom.max(current.ss_sp as usize);
         }
     }
-    bottom &= !7;
-    // SAFETY: zeroes `bottom..top`, below this function's own frame (which lies within
-    // the SCRUB_BYTES below `sp`): the band, and the stack a signal frame that reached
-    // the band was pushed into (not part of any Rust object); on an alternate signal
-    // stack, no lower than its base.
-    unsafe {
-        core::arch::asm!(
-            "rep stosq",
-            in("rdi") bottom,
-            in("rcx") (top - bottom) / 8,
-            in("rax") 0u64,
-            lateout("rdi") _,
-            lateout("rcx") _,
-            options(nostack, preserves_flags),
-        );
+    // Whole words from the first one at or above `bottom`.
+    let bottom = bottom.next_multiple_of(8);
+    if bottom < top {
+        // SAFETY: `bottom..top` lies below this function's own frame (which lies within the
+        // scrubbed area above `top`): the canaries, and the stack a signal frame that reached
+        // them was pushed into (not part of any Rust object); on an alternate signal stack,
+        // no lower than its base.
+        unsafe { arch::zero_stack(bottom, top) };
     }
 }
