@@ -274,24 +274,31 @@ fn parallel_reads<R: FnMut(&mut [u8])>(
     iters: u64,
     make_reader: impl Fn() -> R + Sync,
 ) -> Duration {
-    let start_line = Barrier::new(threads + 1);
-    let done_line = Barrier::new(threads + 1);
+    // Every thread sets up its generator and waits at `ready`; the clock starts before
+    // `go` releases them, so that no thread reads before it starts (with hundreds of
+    // threads on a few CPUs, some ran their whole loop between the release and the
+    // clock's start, and aggregates came out above what the CPUs can do).
+    let ready = Barrier::new(threads + 1);
+    let go = Barrier::new(threads + 1);
+    let done = Barrier::new(threads + 1);
     std::thread::scope(|s| {
         for _ in 0..threads {
             s.spawn(|| {
                 let mut read = make_reader();
                 let mut buf = [0u8; SMALL];
                 read(&mut buf);
-                start_line.wait();
+                ready.wait();
+                go.wait();
                 for _ in 0..iters * READS_PER_ITER {
                     read(black_box(&mut buf));
                 }
-                done_line.wait();
+                done.wait();
             });
         }
-        start_line.wait();
+        ready.wait();
         let start = Instant::now();
-        done_line.wait();
+        go.wait();
+        done.wait();
         start.elapsed()
     })
 }
