@@ -61,39 +61,29 @@ const SCRUB_BYTES_OPTIMISED: usize = 2048;
 /// [`SCRUB_BYTES`] of builds with debug assertions (opt-level 0 by default).
 const SCRUB_BYTES_UNOPTIMISED: usize = 3584;
 
-/// Runs `compute` (which must call a function that is never inlined, holding every
-/// key-derived value in its frames) and zeroes the stack below the caller afterwards, and,
-/// on x86-64 Linux and AArch64 Linux and Android, any signal frame pushed below it during
-/// the computation.
-#[inline(always)]
-pub(super) fn below<R>(compute: impl FnOnce() -> R) -> R {
-    #[cfg(all(
+cfg_if::cfg_if! {
+    if #[cfg(all(
         feature = "std",
         any(
             all(target_arch = "x86_64", target_os = "linux"),
-            all(
-                target_arch = "aarch64",
-                any(target_os = "linux", target_os = "android")
-            )
+            all(target_arch = "aarch64", any(target_os = "linux", target_os = "android"))
         )
-    ))]
-    {
-        signal_frames::below(compute)
-    }
-    #[cfg(not(all(
-        feature = "std",
-        any(
-            all(target_arch = "x86_64", target_os = "linux"),
-            all(
-                target_arch = "aarch64",
-                any(target_os = "linux", target_os = "android")
-            )
-        )
-    )))]
-    {
-        let r = compute();
-        scrub_stack();
-        r
+    ))] {
+        mod signal_frames;
+        /// Runs `compute` (which must call a function that is never inlined, holding every
+        /// key-derived value in its frames), then clears the registers, zeroes the stack
+        /// below the caller and any signal frame pushed below it during the computation.
+        pub(super) use signal_frames::below;
+    } else {
+        /// Runs `compute` (which must call a function that is never inlined, holding every
+        /// key-derived value in its frames) and zeroes the stack below the caller
+        /// afterwards.
+        #[inline(always)]
+        pub(super) fn below<R>(compute: impl FnOnce() -> R) -> R {
+            let r = compute();
+            scrub_stack();
+            r
+        }
     }
 }
 
@@ -119,15 +109,3 @@ fn scrub_stack() {
         unsafe { core::ptr::write_volatile(word, 0) };
     }
 }
-
-#[cfg(all(
-    feature = "std",
-    any(
-        all(target_arch = "x86_64", target_os = "linux"),
-        all(
-            target_arch = "aarch64",
-            any(target_os = "linux", target_os = "android")
-        )
-    )
-))]
-mod signal_frames;

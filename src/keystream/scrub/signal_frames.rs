@@ -15,7 +15,7 @@ mod x86_64;
 #[cfg(target_arch = "x86_64")]
 use x86_64 as arch;
 
-pub(super) use arch::below;
+pub(in crate::keystream) use arch::below;
 
 /// The canary: an arbitrary odd pattern, neither zero nor a register's usual content, nor
 /// a word a signal frame's bookkeeping fields would hold.

@@ -56,7 +56,7 @@ pub(super) const FALLBACK_SIGNAL_FRAME: usize = 5120;
 
 /// See [`super::super::below`].
 #[inline(always)]
-pub(in super::super) fn below<R>(compute: impl FnOnce() -> R) -> R {
+pub(in crate::keystream) fn below<R>(compute: impl FnOnce() -> R) -> R {
     if under_valgrind() {
         let r = compute();
         super::super::scrub_stack();

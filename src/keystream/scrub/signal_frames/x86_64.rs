@@ -67,7 +67,7 @@ pub(super) fn ask_valgrind() -> bool {
 
 /// See [`super::super::below`].
 #[inline(always)]
-pub(in super::super) fn below<R>(compute: impl FnOnce() -> R) -> R {
+pub(in crate::keystream) fn below<R>(compute: impl FnOnce() -> R) -> R {
     if under_valgrind() {
         let r = compute();
         super::super::scrub_stack();
