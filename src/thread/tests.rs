@@ -542,23 +542,30 @@ fn empty_read_needs_no_seed_and_sets_up_nothing() {
     assert!(slot_null, "an empty first read set up a state");
 }
 
-/// What the thread's buffer holds: its 992 bytes and the count of unserved ones.
-fn buffer_now() -> (Vec<u8>, usize) {
+/// What the thread's generator holds: its key, its 992-byte buffer and the count of
+/// unserved bytes.
+fn generator_now() -> ([u8; KEY_LEN], Vec<u8>, usize) {
     let p = STATE.get();
     // SAFETY: this thread's live slot (the caller made a read first).
-    unsafe { enter(p, |st| (st.fke.buffer().to_vec(), st.fke.available())) }
-        .expect("no read under way")
+    unsafe {
+        enter(p, |st| {
+            (*st.fke.key(), st.fke.buffer().to_vec(), st.fke.available())
+        })
+    }
+    .expect("no read under way")
 }
 
-/// One fixed-size read through [`crate::try_array`], checked against the buffer: from the buffer
-/// it returns exactly the next `N` bytes and zeroes them, leaving the rest alone; across a
-/// refill it returns the rest of the old buffer, then the head of the new one, and leaves
-/// both served parts zeroed.
+/// One fixed-size read through [`crate::try_array`], checked against the generator: from
+/// the buffer it returns exactly the next `N` bytes and zeroes them, leaving the rest
+/// alone; across a refill it returns the rest of the old buffer, then the head of the
+/// keystream of the key held before the read (computed here by a seeded [`crate::FkeRng`]
+/// as the model), and leaves both served parts zeroed and the rest of the new buffer
+/// equal to the model's next bytes.
 fn check_fixed_size_read<const N: usize>() {
-    let (before, avail) = buffer_now();
+    let (key, before, avail) = generator_now();
     let at = crate::generator::BUFFER_LEN - avail;
     let got: [u8; N] = crate::try_array().unwrap();
-    let (after, avail_after) = buffer_now();
+    let (_, after, avail_after) = generator_now();
     if avail >= N {
         assert_eq!(got[..], before[at..at + N], "N = {N}: the next bytes");
         assert!(after[..at + N].iter().all(|&b| b == 0), "N = {N}: zeroed");
@@ -569,7 +576,10 @@ fn check_fixed_size_read<const N: usize>() {
         assert_eq!(got[..avail], before[at..], "N = {N}: old buffer first");
         assert_eq!(avail_after, crate::generator::BUFFER_LEN - from_new);
         assert!(after[..from_new].iter().all(|&b| b == 0), "N = {N}: zeroed");
-        assert!(got[avail..].iter().any(|&b| b != 0), "N = {N}: new bytes");
+        let mut model = [0u8; crate::generator::BUFFER_LEN];
+        <crate::FkeRng as rand_core::SeedableRng>::from_seed(key).fill(&mut model);
+        assert_eq!(got[avail..], model[..from_new], "N = {N}: new keystream");
+        assert_eq!(after[from_new..], model[from_new..], "N = {N}: new buffer");
     }
 }
 
