@@ -15,7 +15,17 @@ mod x86_64;
 #[cfg(target_arch = "x86_64")]
 use x86_64 as arch;
 
-pub(in crate::keystream) use arch::below;
+/// See [`super::below`]. Under valgrind, the local-array scrub of [`super::scrub_stack`];
+/// otherwise the architecture's scrub with signal frame detection.
+#[inline(always)]
+pub(in crate::keystream) fn below<R>(compute: impl FnOnce() -> R) -> R {
+    if under_valgrind() {
+        let r = compute();
+        super::scrub_stack();
+        return r;
+    }
+    arch::below(compute)
+}
 
 /// The canary: an arbitrary odd pattern, neither zero nor a register's usual content, nor
 /// a word a signal frame's bookkeeping fields would hold.

@@ -42,7 +42,7 @@
 //! signal frame's size below the scrubbed area be zeroed.
 
 use super::super::SCRUB_BYTES;
-use super::{CANARY, signal_frame, under_valgrind, wipe_signal_frames};
+use super::{CANARY, signal_frame, wipe_signal_frames};
 
 /// Bytes between two canary words: at most the 280 written bytes of the general registers
 /// less 8 (so that one canary falls in them whenever the word above lies in the hole after
@@ -54,14 +54,10 @@ const SPACING: usize = 256;
 /// SVE state beyond the standard area.
 pub(super) const FALLBACK_SIGNAL_FRAME: usize = 5120;
 
-/// See [`super::super::below`].
+/// [`super::below`] outside valgrind: `compute`, then the registers cleared, the stack
+/// below zeroed and a signal frame found below it zeroed too.
 #[inline(always)]
-pub(in crate::keystream) fn below<R>(compute: impl FnOnce() -> R) -> R {
-    if under_valgrind() {
-        let r = compute();
-        super::super::scrub_stack();
-        return r;
-    }
+pub(super) fn below<R>(compute: impl FnOnce() -> R) -> R {
     // Canary words at T - 8, T - 8 - SPACING, ..., no lower than one frame's size below T.
     let canaries = (signal_frame() / SPACING).max(1);
     // SAFETY: stores `canaries` words, every SPACING bytes from SCRUB_BYTES + 8 below the

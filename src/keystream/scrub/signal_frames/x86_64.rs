@@ -3,7 +3,7 @@
 //! band and zeroed too (see the grandparent module).
 
 use super::super::SCRUB_BYTES;
-use super::{CANARY, signal_frame, under_valgrind, wipe_signal_frames};
+use super::{CANARY, signal_frame, wipe_signal_frames};
 
 /// Zeroes every listed vector register by xoring it with itself, in one `asm!` block
 /// that declares each one clobbered: SSE registers with `pxor r, r`; AVX-512 registers
@@ -65,14 +65,10 @@ pub(super) fn ask_valgrind() -> bool {
     answer != 0
 }
 
-/// See [`super::super::below`].
+/// [`super::below`] outside valgrind: `compute`, then the registers cleared, the stack
+/// below zeroed and a signal frame found below it zeroed too.
 #[inline(always)]
-pub(in crate::keystream) fn below<R>(compute: impl FnOnce() -> R) -> R {
-    if under_valgrind() {
-        let r = compute();
-        super::super::scrub_stack();
-        return r;
-    }
+pub(super) fn below<R>(compute: impl FnOnce() -> R) -> R {
     // SAFETY: writes the BAND bytes from SCRUB_BYTES + BAND to SCRUB_BYTES below the
     // stack pointer: stack that every keystream computation's scrub writes too (the read
     // paths' stack use, measured with this included, is in docs/SECURITY.md), below the
