@@ -106,6 +106,8 @@ impl FkeState {
     #[inline(always)]
     pub(crate) fn take<const N: usize>(&mut self) -> Option<[u8; N]> {
         let avail = self.avail;
+        // The slice check below covers this one too, but the separate test gives faster
+        // code: one range check folding both made a `u32` 2.80 ns instead of 2.62.
         if avail < N {
             return None;
         }

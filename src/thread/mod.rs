@@ -67,10 +67,11 @@ std::thread_local! {
 
 /// Fills `dest` from the calling thread's generator.
 ///
-/// Always inlined, so that a caller's fixed-size read (`u32`, `u64`, `array`) compiles to
-/// the fast path with its length known: the thread-local load, the re-entrancy flag, the
-/// length and epoch checks, and one fixed-width copy and zeroing; everything else is in
-/// out-of-line cold functions.
+/// Always inlined, so that a caller's read of a known length compiles to the fast path with
+/// that length: the thread-local load, the re-entrancy flag, the length, epoch and VM
+/// generation checks, and one copy and zeroing; everything else is in out-of-line cold
+/// functions. (`u32`, `u64` and `array` use [`take`] instead, which returns the bytes in
+/// registers.)
 #[inline(always)]
 pub(crate) fn try_fill(dest: &mut [u8]) -> Result<(), Error> {
     let p = STATE.get();

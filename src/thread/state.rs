@@ -37,14 +37,17 @@ impl ThreadState {
         })
     }
 
-    /// The small-read fast path: a length check, one relaxed atomic load of the epoch, two
-    /// loads of the VM generation counter (its address, its value), a copy and a zeroing.
+    /// Whether the key belongs to this process and VM generation: one relaxed atomic load
+    /// of the epoch, two loads of the VM generation counter (its address, its value).
+    #[inline(always)]
+    fn current(&self) -> bool {
+        self.life.epoch == fork::epoch() && self.life.generation == snapshot::generation()
+    }
+
+    /// The small-read fast path: a length check, [`Self::current`], a copy and a zeroing.
     #[inline(always)]
     pub(super) fn fill(&mut self, dest: &mut [u8]) -> Result<(), Error> {
-        if dest.len() <= self.fke.available()
-            && self.life.epoch == fork::epoch()
-            && self.life.generation == snapshot::generation()
-        {
+        if dest.len() <= self.fke.available() && self.current() {
             self.fke.serve(dest);
             Ok(())
         } else {
@@ -52,12 +55,12 @@ impl ThreadState {
         }
     }
 
-    /// The fast path of a fixed-size read (`u32`, `u64`, `array`): the epoch and VM
-    /// generation checks, then `N` bytes taken from the buffer; `None` (nothing taken) when
-    /// the read needs the slow path.
+    /// The fast path of a fixed-size read (`u32`, `u64`, `array`): [`Self::current`], then
+    /// `N` bytes taken from the buffer; `None` (nothing taken) when the read needs the slow
+    /// path.
     #[inline(always)]
     pub(super) fn take<const N: usize>(&mut self) -> Option<[u8; N]> {
-        if self.life.epoch == fork::epoch() && self.life.generation == snapshot::generation() {
+        if self.current() {
             self.fke.take::<N>()
         } else {
             None
