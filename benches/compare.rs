@@ -34,7 +34,8 @@ use rand_core::{Rng, SeedableRng};
 use std::fs::File;
 use std::hint::black_box;
 use std::io::Read;
-use std::sync::Barrier;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Barrier, OnceLock};
 use std::time::{Duration, Instant};
 
 /// The build these numbers belong to (prefix of every group name).
@@ -50,9 +51,13 @@ const FILL_SIZES: [usize; 11] = [1, 4, 8, 16, 32, 64, 256, 1024, 4096, 65536, 1 
 /// Bytes per read in the `threads` and `first_read` groups.
 const SMALL: usize = 16;
 
-/// Reads per thread in one iteration of the `threads` group: enough that waking the threads
-/// at the barrier (tens of microseconds on a busy machine) is small against the reads.
-const READS_PER_ITER: u64 = 10_000;
+/// Reads per thread in one iteration of the `threads` group. Even the smallest sample then
+/// gives each thread 400,000 reads (6.4 MB, about 3.5 ms of one CPU), a few scheduler
+/// slices when 512 threads share two CPUs. With less work per thread, starting and switching
+/// between the threads weighs on the sample whatever the generator: on the development
+/// machine 512 threads measured about 0.75× of two threads at 20,000 reads each, 0.83–0.90×
+/// at 100,000 and 0.96–1.00× at 400,000.
+const READS_PER_ITER: u64 = 400_000;
 
 fn group_name(question: &str) -> String {
     format!("{BUILD}.{question}")
@@ -266,21 +271,26 @@ fn array(c: &mut Criterion) {
     g.finish();
 }
 
-/// Wall time for `threads` threads to do `iters` × 10,000 16-byte reads each with a reader from
-/// `make_reader`, from the moment all of them have done a first read (seeding) and wait at a
-/// barrier.
+/// Wall time for `threads` threads to do `iters` × 400,000 16-byte reads each with a reader
+/// from `make_reader`, from the moment all of them have done a first read (seeding) until
+/// the last one finishes.
+///
+/// The release and the stop involve no lock: the threads poll a flag (yielding) that the
+/// clock's thread sets right after starting the clock, and the thread that finishes last,
+/// counted down on an atomic, reads the clock itself; thread exit comes after that. (With a
+/// `std::sync::Barrier`, whose waiters all take one mutex on the way out, releasing and
+/// stopping them, 512 threads with 100,000 reads each measured about 0.6× of two threads on
+/// the development machine, the same for every generator.)
 fn parallel_reads<R: FnMut(&mut [u8])>(
     threads: usize,
     iters: u64,
     make_reader: impl Fn() -> R + Sync,
 ) -> Duration {
-    // Every thread sets up its generator and waits at `ready`; the clock starts before
-    // `go` releases them, so that no thread reads before it starts (with hundreds of
-    // threads on a few CPUs, some ran their whole loop between the release and the
-    // clock's start, and aggregates came out above what the CPUs can do).
     let ready = Barrier::new(threads + 1);
-    let go = Barrier::new(threads + 1);
-    let done = Barrier::new(threads + 1);
+    let go = AtomicBool::new(false);
+    let running = AtomicUsize::new(threads);
+    let end = OnceLock::new();
+    let exit = Barrier::new(threads + 1);
     std::thread::scope(|s| {
         for _ in 0..threads {
             s.spawn(|| {
@@ -288,18 +298,23 @@ fn parallel_reads<R: FnMut(&mut [u8])>(
                 let mut buf = [0u8; SMALL];
                 read(&mut buf);
                 ready.wait();
-                go.wait();
+                while !go.load(Ordering::Acquire) {
+                    std::thread::yield_now();
+                }
                 for _ in 0..iters * READS_PER_ITER {
                     read(black_box(&mut buf));
                 }
-                done.wait();
+                if running.fetch_sub(1, Ordering::AcqRel) == 1 {
+                    end.set(Instant::now()).expect("one last thread");
+                }
+                exit.wait();
             });
         }
         ready.wait();
         let start = Instant::now();
-        go.wait();
-        done.wait();
-        start.elapsed()
+        go.store(true, Ordering::Release);
+        exit.wait();
+        *end.get().expect("set by the last thread") - start
     })
 }
 
@@ -308,7 +323,7 @@ fn threads(c: &mut Criterion) {
     g.sampling_mode(SamplingMode::Flat);
     g.sample_size(20);
     for k in [1usize, 2, 4, 64, 512] {
-        // One iteration: 10,000 16-byte reads on each of the `k` threads.
+        // One iteration: 400,000 16-byte reads on each of the `k` threads.
         g.throughput(Throughput::Bytes(SMALL as u64 * READS_PER_ITER * k as u64));
         g.bench_with_input(BenchmarkId::new("fkrng", k), &k, |b, &k| {
             b.iter_custom(|iters| parallel_reads(k, iters, || fkrng::fill))
