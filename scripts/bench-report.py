@@ -351,6 +351,7 @@ def regions(rep, info):
         "steady-state": lambda: (f"Steady state (`scripts/count-syscalls.sh`): {info['syscalls']}"
                                  if "syscalls" in info else None),
     }
+    out["thread-memory"] = lambda: thread_memory(info)
     for build in BUILDS:
         out[f"fill-{build}"] = lambda b=build: rep.fill(b)
         out[f"int-{build}"] = lambda b=build: rep.small(b, "int")
@@ -360,6 +361,29 @@ def regions(rep, info):
         out[f"threads-{build}"] = lambda b=build: rep.threads(b)
         out[f"first-read-{build}"] = lambda b=build: rep.first_read(b)
     return out
+
+
+def thread_memory(info):
+    """The memory-per-thread table from thread_memory's lines in run-info.txt."""
+    runs = {}
+    for reader in ("none", "fkrng", "rand"):
+        line = info.get(f"memory_{reader}")
+        if line is None:
+            return None
+        runs[reader] = dict(kv.split("=", 1) for kv in line.split())
+    base = int(runs["none"]["per_thread_bytes"])
+    names = {"none": "nothing", "fkrng": "fkrng", "rand": "rand::rng()"}
+    rows = []
+    for reader, r in runs.items():
+        per = int(r["per_thread_bytes"])
+        rows.append([names[reader], f"{int(r['rss_growth_kib']) / 1024:.1f} MiB", f"{per} B",
+                     "" if reader == "none" else f"{per - base} B"])
+    threads = int(runs["none"]["threads"])
+    f = runs["fkrng"]
+    return (table([f"{threads:,} threads reading once from", "RSS growth", "per thread",
+                   "per thread, beyond reading nothing"], rows)
+            + f"\n\nfkrng's state per thread: {f['state_bytes']} bytes in {f['storage_bytes']} bytes"
+            f" of pages; thread-locals: {f['thread_local_bytes']} bytes.")
 
 
 def fill_regions(doc, rendered):

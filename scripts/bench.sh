@@ -12,7 +12,9 @@
 #      hooks compiled in, 4- and 16-byte fills measured about 0.5 ns slower on the
 #      development host, though the read path's instructions are the same.)
 #   3. scripts/count-syscalls.sh (steady-state getrandom calls and allocations).
-#   4. scripts/bench-report.py: the tables in docs/BENCHMARKS.md's marked regions, the targets
+#   4. Memory per thread: benches/harness/thread_memory.rs with 10,000 threads (1,000 with
+#      --quick) that read once through fkrng, through rand::rng(), or not at all.
+#   5. scripts/bench-report.py: the tables in docs/BENCHMARKS.md's marked regions, the targets
 #      (thresholds in docs/bench-targets.toml), the plot and README's headline block.
 #
 # Usage: scripts/bench.sh [--quick]   (--quick: a smoke run of seconds; writes nothing to docs/)
@@ -73,6 +75,18 @@ if [[ "$(uname -s)" == Linux ]]; then
     printf '%s\n' "$syscalls_report" >&2
     counts=$(grep 'getrandom calls' <<<"$syscalls_report" | sed 's/^count-syscalls: //')
     echo "syscalls=1,000,000 reads of 16 bytes: $counts; no heap allocation after the first read" >>"$info"
+fi
+
+echo "== memory per thread"
+if [[ "$(uname -s)" == Linux ]]; then
+    memory_threads=10000
+    [[ $quick == yes ]] && memory_threads=1000
+    cargo build --release --example thread_memory
+    for reader in none fkrng rand; do
+        line=$(target/release/examples/thread_memory "$reader" "$memory_threads")
+        echo "$line"
+        echo "memory_$reader=$line" >>"$info"
+    done
 fi
 
 echo "== report"

@@ -4,7 +4,9 @@
 //!
 //! Usage: `thread_memory fkrng|rand|none [THREADS]`. Prints
 //! `reader=… threads=… rss_growth_kib=… per_thread_bytes=…`; the difference between a
-//! reader's figure and `none`'s is what the generator costs per thread.
+//! reader's figure and `none`'s is what the generator costs per thread. For `fkrng` the
+//! line goes on with the sizes of one thread's generator, from the test hooks:
+//! `state_bytes=… storage_bytes=… thread_local_bytes=…`.
 
 use rand_core::Rng;
 use std::hint::black_box;
@@ -38,6 +40,12 @@ fn main() {
             std::process::exit(2);
         }
     };
+    let state = std::thread::spawn(move || {
+        read();
+        fkrng::test_hooks::memory::state_memory()
+    })
+    .join()
+    .expect("state figures");
     let all_read = Barrier::new(threads + 1);
     let release = Barrier::new(threads + 1);
     let before = rss_kib();
@@ -57,8 +65,15 @@ fn main() {
         release.wait();
         grown
     });
-    println!(
+    print!(
         "reader={reader} threads={threads} rss_growth_kib={grown} per_thread_bytes={}",
         grown * 1024 / threads as u64
     );
+    if let Some(m) = state {
+        print!(
+            " state_bytes={} storage_bytes={} thread_local_bytes={}",
+            m.state, m.storage, m.thread_locals
+        );
+    }
+    println!();
 }

@@ -114,8 +114,9 @@ impl<T> Pages<T> {
     }
 
     /// The storage's address range (the whole mapping on Linux), for tests that inspect
-    /// `/proc/self/smaps` or every byte of a released state.
-    #[cfg(test)]
+    /// `/proc/self/smaps` or every byte of a released state, and for the memory figures of
+    /// [`crate::test_hooks::memory`].
+    #[cfg(any(test, fkrng_test_hooks))]
     pub(crate) fn range(&self) -> (usize, usize) {
         let start = self.ptr.as_ptr() as usize;
         (start, start + self.len)

@@ -1,12 +1,12 @@
 //! Hooks into the thread-local generator for the unit tests: a state without wipe-on-fork,
-//! the state's address range and what it would serve next, the check of every state
+//! what a state would serve next, the check of every state
 //! release at thread exit, the lock that keeps forks away from the tests that count
 //! reseeds, and the helper that runs a read in a forked or cloned child.
 
 use crate::fork;
 use crate::generator::KEY_LEN;
 use crate::memory::{Advice, Pages};
-use crate::thread::{OWNER, STATE, Slot, ThreadState, set_up};
+use crate::thread::{STATE, Slot, ThreadState, set_up};
 use core::ptr;
 
 /// Sets up the calling thread's state, before its first read, in pages without
@@ -15,17 +15,6 @@ pub(crate) fn set_up_without_wipe_on_fork() {
     assert!(STATE.get().is_null(), "the thread has read before");
     let p = set_up(fork::register_atfork, Advice::DontDumpOnly);
     assert!(matches!(p, Ok(Some(_))), "set-up failed");
-}
-
-/// The address range of this thread's state pages (tests of the mapping's flags).
-#[cfg(any(target_os = "linux", target_os = "android"))]
-pub(crate) fn state_range() -> Option<(usize, usize)> {
-    OWNER.with(|o| {
-        let pages = o.0.take();
-        let range = pages.as_ref().map(Pages::range);
-        o.0.set(pages);
-        range
-    })
 }
 
 /// What this thread's state would serve next without a reseed (the unserved rest of its

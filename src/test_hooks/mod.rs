@@ -9,6 +9,7 @@
 //! documentation; not a stable API.
 //!
 //! - [`counters`]: process-wide counts of events that leave no trace in the output.
+//! - [`memory`]: the sizes of a thread's state, its storage and its thread-locals.
 //! - [`snapshot`]: a stand-in file in place of the VMClock device, and switching the
 //!   counter every read compares with.
 //! - `keystream`: a read-only view of an `FkeRng`'s state (`FkeRng::inspect`) for the
@@ -24,5 +25,7 @@ pub(crate) mod entropy;
 pub(crate) mod keystream;
 #[cfg(all(test, feature = "std"))]
 pub(crate) mod lifecycle;
+#[cfg(all(feature = "std", any(test, fkrng_test_hooks)))]
+pub mod memory;
 #[cfg(all(feature = "std", any(test, fkrng_test_hooks)))]
 pub mod snapshot;

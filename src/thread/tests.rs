@@ -4,11 +4,10 @@ use crate::generator::KEY_LEN;
 use crate::memory::Advice;
 use crate::snapshot;
 use crate::test_hooks::entropy::FakeEntropy;
-use crate::test_hooks::lifecycle::{
-    Release, releases, set_up_without_wipe_on_fork, state_range, steady_epoch,
-};
+use crate::test_hooks::lifecycle::{Release, releases, set_up_without_wipe_on_fork, steady_epoch};
 #[cfg(all(target_os = "linux", fkrng_test_hooks))]
 use crate::test_hooks::lifecycle::{in_child, in_new_process};
+use crate::test_hooks::memory::state_memory;
 
 struct FakeClock(Cell<u64>);
 
@@ -204,7 +203,7 @@ fn state_pages_are_wipe_on_fork_and_dont_dump() {
     if !madvise_honoured("wf and dd flags of the state pages") {
         return;
     }
-    let (start, _) = state_range().expect("state mapped");
+    let (start, _) = crate::test_hooks::memory::state_range().expect("state mapped");
     let flags = crate::memory::smaps_flags(start).expect("mapping listed in smaps");
     let flags: Vec<&str> = flags.split_whitespace().collect();
     assert!(flags.contains(&"wf"), "{flags:?}");
@@ -365,7 +364,7 @@ fn atfork_epoch_alone_reseeds_a_forked_child() {
     std::thread::spawn(|| {
         set_up_without_wipe_on_fork();
         crate::fill(&mut [0u8; 16]);
-        let (start, _) = state_range().expect("state mapped");
+        let (start, _) = crate::test_hooks::memory::state_range().expect("state mapped");
         let flags = crate::memory::smaps_flags(start).expect("mapping listed in smaps");
         let flags: Vec<&str> = flags.split_whitespace().collect();
         assert!(
@@ -518,6 +517,27 @@ fn slot_is_pointer_sized() {
         size_of::<usize>(),
         "the thread-local slot holds only a pointer"
     );
+}
+
+#[test]
+fn a_thread_state_takes_one_page_and_two_thread_locals() {
+    std::thread::spawn(|| {
+        assert_eq!(state_memory(), None, "no storage before the first read");
+        crate::fill(&mut [0u8; 16]);
+        let m = state_memory().expect("storage after a read");
+        assert!(m.state <= m.storage, "{m:?}");
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        {
+            // SAFETY: sysconf has no preconditions.
+            let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
+            assert_eq!(m.storage, page, "one page per state: {m:?}");
+        }
+        // A pointer and the owner (storage address and length, and in test builds the
+        // mapping advice): 24 bytes in a release build, 32 here.
+        assert!(m.thread_locals <= 4 * size_of::<usize>(), "{m:?}");
+    })
+    .join()
+    .unwrap();
 }
 
 #[test]
