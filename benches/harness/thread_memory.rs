@@ -5,7 +5,8 @@
 //! Usage: `thread_memory fkrng|rand|none [THREADS]`. Prints
 //! `reader=… threads=… rss_growth_kib=… per_thread_bytes=…`; the difference between a
 //! reader's figure and `none`'s is what the generator costs per thread. For `fkrng` the
-//! line goes on with the sizes of one thread's generator, from the test hooks:
+//! line goes on with the sizes of one thread's generator, from the test hooks (builds with
+//! `--cfg fkrng_test_hooks`, as `.cargo/config.toml` has it):
 //! `state_bytes=… storage_bytes=… thread_local_bytes=…`.
 
 use rand_core::Rng;
@@ -19,6 +20,27 @@ fn rss_kib() -> u64 {
     // SAFETY: sysconf has no preconditions.
     let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as u64;
     pages * page / 1024
+}
+
+/// One thread's generator sizes after `read`, as the rest of the output line; `None` for a
+/// reader other than fkrng.
+#[cfg(fkrng_test_hooks)]
+fn state_figures(read: fn()) -> Option<String> {
+    let m = std::thread::spawn(move || {
+        read();
+        fkrng::test_hooks::memory::state_memory()
+    })
+    .join()
+    .expect("state figures")?;
+    Some(format!(
+        " state_bytes={} storage_bytes={} thread_local_bytes={}",
+        m.state, m.storage, m.thread_locals
+    ))
+}
+
+#[cfg(not(fkrng_test_hooks))]
+fn state_figures(_: fn()) -> Option<String> {
+    None
 }
 
 fn main() {
@@ -40,12 +62,7 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let state = std::thread::spawn(move || {
-        read();
-        fkrng::test_hooks::memory::state_memory()
-    })
-    .join()
-    .expect("state figures");
+    let state = state_figures(read);
     let all_read = Barrier::new(threads + 1);
     let release = Barrier::new(threads + 1);
     let before = rss_kib();
@@ -69,11 +86,5 @@ fn main() {
         "reader={reader} threads={threads} rss_growth_kib={grown} per_thread_bytes={}",
         grown * 1024 / threads as u64
     );
-    if let Some(m) = state {
-        print!(
-            " state_bytes={} storage_bytes={} thread_local_bytes={}",
-            m.state, m.storage, m.thread_locals
-        );
-    }
-    println!();
+    println!("{}", state.unwrap_or_default());
 }

@@ -1,7 +1,7 @@
 //! Hooks into the thread-local generator for the unit tests: a state without wipe-on-fork,
-//! what a state would serve next, the check of every state
-//! release at thread exit, the lock that keeps forks away from the tests that count
-//! reseeds, and the helper that runs a read in a forked or cloned child.
+//! what a state would serve next, the check of every state release at thread exit, the
+//! lock that keeps forks away from the tests that count reseeds, and the helper that runs
+//! a read in a forked or cloned child.
 
 use crate::fork;
 use crate::generator::KEY_LEN;
