@@ -34,6 +34,7 @@ use rand_core::{Rng, SeedableRng};
 use std::fs::File;
 use std::hint::black_box;
 use std::io::Read;
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Barrier, OnceLock};
 use std::time::{Duration, Instant};
@@ -51,12 +52,11 @@ const FILL_SIZES: [usize; 11] = [1, 4, 8, 16, 32, 64, 256, 1024, 4096, 65536, 1 
 /// Bytes per read in the `threads` and `first_read` groups.
 const SMALL: usize = 16;
 
-/// Reads per thread in one iteration of the `threads` group. Even the smallest sample then
-/// gives each thread 400,000 reads (6.4 MB, about 3.5 ms of one CPU), a few scheduler
-/// slices when 512 threads share two CPUs. With less work per thread, starting and switching
-/// between the threads weighs on the sample whatever the generator: on the development
-/// machine 512 threads measured about 0.75× of two threads at 20,000 reads each, 0.83–0.90×
-/// at 100,000 and 0.96–1.00× at 400,000.
+/// Reads per thread in one iteration of the `threads` group: even the smallest sample gives
+/// each thread 400,000 reads (6.4 MB, a few milliseconds of one CPU, several scheduler
+/// slices when 512 threads share two CPUs). With a tenth of that, starting and switching
+/// between the threads weighed on every sample whatever the generator (docs/BENCHMARKS.md,
+/// "Threads").
 const READS_PER_ITER: u64 = 400_000;
 
 fn group_name(question: &str) -> String {
@@ -275,46 +275,64 @@ fn array(c: &mut Criterion) {
 /// from `make_reader`, from the moment all of them have done a first read (seeding) until
 /// the last one finishes.
 ///
-/// The release and the stop involve no lock: the threads poll a flag (yielding) that the
-/// clock's thread sets right after starting the clock, and the thread that finishes last,
-/// counted down on an atomic, reads the clock itself; thread exit comes after that. (With a
-/// `std::sync::Barrier`, whose waiters all take one mutex on the way out, releasing and
-/// stopping them, 512 threads with 100,000 reads each measured about 0.6× of two threads on
-/// the development machine, the same for every generator.)
+/// No lock is taken between the start and the stop: the threads count themselves ready on
+/// an atomic and poll a flag (yielding), which the clock's thread sets right after starting
+/// the clock; the thread that finishes last, counted down on another atomic, reads the clock
+/// itself and wakes the clock's thread. Threads exit only after that, at a barrier. A reader
+/// that panics still counts itself ready and finished, and its panic is raised again once
+/// every thread is past the barrier, so the benchmark fails instead of hanging.
 fn parallel_reads<R: FnMut(&mut [u8])>(
     threads: usize,
     iters: u64,
     make_reader: impl Fn() -> R + Sync,
 ) -> Duration {
-    let ready = Barrier::new(threads + 1);
+    let ready = AtomicUsize::new(0);
     let go = AtomicBool::new(false);
     let running = AtomicUsize::new(threads);
     let end = OnceLock::new();
-    let exit = Barrier::new(threads + 1);
+    let exit = Barrier::new(threads);
+    let clock_thread = std::thread::current();
     std::thread::scope(|s| {
         for _ in 0..threads {
             s.spawn(|| {
-                let mut read = make_reader();
-                let mut buf = [0u8; SMALL];
-                read(&mut buf);
-                ready.wait();
+                let first = catch_unwind(AssertUnwindSafe(|| {
+                    let mut read = make_reader();
+                    let mut buf = [0u8; SMALL];
+                    read(&mut buf);
+                    (read, buf)
+                }));
+                ready.fetch_add(1, Ordering::Release);
                 while !go.load(Ordering::Acquire) {
                     std::thread::yield_now();
                 }
-                for _ in 0..iters * READS_PER_ITER {
-                    read(black_box(&mut buf));
-                }
+                let outcome = first.and_then(|(mut read, mut buf)| {
+                    catch_unwind(AssertUnwindSafe(|| {
+                        for _ in 0..iters * READS_PER_ITER {
+                            read(black_box(&mut buf));
+                        }
+                    }))
+                });
                 if running.fetch_sub(1, Ordering::AcqRel) == 1 {
                     end.set(Instant::now()).expect("one last thread");
+                    clock_thread.unpark();
                 }
                 exit.wait();
+                if let Err(panic) = outcome {
+                    resume_unwind(panic);
+                }
             });
         }
-        ready.wait();
+        while ready.load(Ordering::Acquire) < threads {
+            std::thread::yield_now();
+        }
         let start = Instant::now();
         go.store(true, Ordering::Release);
-        exit.wait();
-        *end.get().expect("set by the last thread") - start
+        loop {
+            if let Some(end) = end.get() {
+                return *end - start;
+            }
+            std::thread::park();
+        }
     })
 }
 
