@@ -46,7 +46,13 @@ fn state_figures(_: fn()) -> Option<String> {
 fn main() {
     let mut args = std::env::args().skip(1);
     let reader = args.next().unwrap_or_else(|| "fkrng".into());
-    let threads: usize = args.next().map_or(10_000, |n| n.parse().expect("THREADS"));
+    let threads: usize = match args.next().map_or(Ok(10_000), |n| n.parse()) {
+        Ok(n) if n > 0 => n,
+        _ => {
+            eprintln!("thread_memory: THREADS must be a positive number");
+            std::process::exit(2);
+        }
+    };
     let read: fn() = match reader.as_str() {
         "fkrng" => || {
             black_box(fkrng::array::<16>());
@@ -62,26 +68,36 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let state = state_figures(read);
     let all_read = Barrier::new(threads + 1);
     let release = Barrier::new(threads + 1);
     let before = rss_kib();
     let grown = std::thread::scope(|s| {
-        for _ in 0..threads {
-            std::thread::Builder::new()
+        for i in 0..threads {
+            let spawned = std::thread::Builder::new()
                 .stack_size(64 << 10)
                 .spawn_scoped(s, || {
                     read();
                     all_read.wait();
                     release.wait();
-                })
-                .expect("spawn");
+                });
+            if let Err(e) = spawned {
+                // The threads already started wait at the barrier for ever: leave without
+                // joining them.
+                eprintln!(
+                    "thread_memory: cannot start thread {} of {threads}: {e}",
+                    i + 1
+                );
+                std::process::exit(1);
+            }
         }
         all_read.wait();
         let grown = rss_kib().saturating_sub(before);
         release.wait();
         grown
     });
+    // After the measurement: this thread's state, spare once it exits, would otherwise be
+    // taken by the first measured thread instead of new pages.
+    let state = state_figures(read);
     print!(
         "reader={reader} threads={threads} rss_growth_kib={grown} per_thread_bytes={}",
         grown * 1024 / threads as u64
