@@ -30,13 +30,10 @@ mod other;
 #[cfg(not(any(target_os = "linux", target_os = "android")))]
 use other as os;
 
-#[cfg(any(
-    all(
-        target_os = "linux",
-        target_endian = "little",
-        target_pointer_width = "64"
-    ),
-    all(test, any(target_os = "linux", target_os = "android"))
+#[cfg(all(
+    target_os = "linux",
+    target_endian = "little",
+    target_pointer_width = "64"
 ))]
 pub(crate) use linux::page_size;
 #[cfg(all(any(target_os = "linux", target_os = "android"), test))]
