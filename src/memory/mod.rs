@@ -30,10 +30,13 @@ mod other;
 #[cfg(not(any(target_os = "linux", target_os = "android")))]
 use other as os;
 
-#[cfg(all(
-    target_os = "linux",
-    target_endian = "little",
-    target_pointer_width = "64"
+#[cfg(any(
+    all(
+        target_os = "linux",
+        target_endian = "little",
+        target_pointer_width = "64"
+    ),
+    all(any(target_os = "linux", target_os = "android"), test)
 ))]
 pub(crate) use linux::page_size;
 #[cfg(all(any(target_os = "linux", target_os = "android"), test))]

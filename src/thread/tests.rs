@@ -527,8 +527,7 @@ fn a_thread_state_takes_one_page_and_two_thread_locals() {
         let m = state_memory().expect("storage after a read");
         #[cfg(any(target_os = "linux", target_os = "android"))]
         {
-            // SAFETY: sysconf has no preconditions.
-            let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
+            let page = crate::memory::page_size();
             assert_eq!(m.storage, page, "one page per state: {m:?}");
         }
         #[cfg(not(any(target_os = "linux", target_os = "android")))]
