@@ -194,7 +194,9 @@ mod tests {
     #[cfg(unix)]
     #[test]
     fn a_child_forked_during_registration_does_not_wait_for_it() {
+        use fkrng_test_support::child::{self, How, Status};
         use std::sync::atomic::AtomicBool;
+        use std::time::Duration;
         static STATE: AtomicU8 = AtomicU8::new(HANDLERS_UNREGISTERED);
         static INSIDE: AtomicBool = AtomicBool::new(false);
         static RELEASE: AtomicBool = AtomicBool::new(false);
@@ -211,36 +213,22 @@ mod tests {
             std::thread::yield_now();
         }
         let _fork = crate::test_hooks::lifecycle::forking();
-        // SAFETY: the child only calls `register_with` (atomics and a closure returning 0)
-        // and `_exit`.
-        let pid = unsafe { libc::fork() };
-        assert!(pid >= 0, "fork failed");
-        if pid == 0 {
+        // A hang is what this test looks for: give the child 30 seconds (it needs
+        // microseconds); the helper kills it then. The child only calls `register_with`
+        // (atomics and a closure returning 0).
+        let child = child::run_within(How::Fork, Duration::from_secs(30), |_| {
             let registered = register_with(&STATE, || 0).is_ok()
                 && STATE.load(Ordering::SeqCst) == HANDLERS_REGISTERED;
-            // SAFETY: ends the child without unwinding.
-            unsafe { libc::_exit(if registered { 0 } else { 1 }) };
-        }
-        // A hang is what this test looks for: give the child 30 seconds (it needs
-        // microseconds), then kill it and fail.
-        let mut status = 0;
-        let mut waited = 0;
-        // SAFETY: polls and reaps the child made above.
-        while unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) } == 0 {
-            if waited == 3000 {
-                // SAFETY: kills and reaps our own child.
-                unsafe {
-                    libc::kill(pid, libc::SIGKILL);
-                    libc::waitpid(pid, &mut status, 0);
-                }
-                panic!("the child waited for a registration under way in its parent");
-            }
-            std::thread::sleep(std::time::Duration::from_millis(10));
-            waited += 1;
-        }
+            if registered { 0 } else { 1 }
+        });
         RELEASE.store(true, Ordering::SeqCst);
         registering.join().unwrap().unwrap();
-        assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
+        let child = child.expect("the child waited for a registration under way in its parent");
+        assert_eq!(
+            child.status,
+            Status::Exited(0),
+            "the child did not register"
+        );
     }
 
     /// What `fork_protection` reports on Unix and non-Unix systems for each finding.

@@ -7,6 +7,7 @@
 //! a nested fork).
 
 use std::io::Write;
+use std::time::{Duration, Instant};
 
 /// How the child is made.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,13 +83,54 @@ impl Child {
     }
 }
 
+/// How long [`run`] waits for a child to close its pipe and exit. A child here does
+/// microseconds of work; the bound is for an emulated run on a loaded machine.
+pub const TIME_LIMIT: Duration = Duration::from_secs(120);
+
+/// A child that was still running when its time ran out, and was killed and reaped.
+#[derive(Debug)]
+pub struct TimedOut {
+    /// What it was waiting in, from `/proc/<pid>/wchan` read just before the kill: a
+    /// kernel function's name, `0` when it was running rather than waiting (Linux), or
+    /// empty where there is no such file.
+    pub waiting_in: String,
+    /// Everything it had written to its pipe by then.
+    pub bytes: Vec<u8>,
+}
+
 /// Makes a child by `how` that runs `body` and `_exit`s with the status `body` returns;
 /// reads what it writes to its [`Pipe`] until it closes, then reaps it. Flushes this
 /// process's standard output first, so that the child does not inherit buffered lines.
 ///
 /// # Panics
-/// If the pipe, the fork or clone, a read or the wait fails.
+/// If the pipe, the fork or clone, a read or the wait fails, or if the child has not
+/// closed its pipe and exited within [`TIME_LIMIT`] (it is killed first, and the message
+/// says what it was waiting in), so that a child that deadlocks fails its test instead of
+/// hanging the run.
 pub fn run(how: How, body: impl FnOnce(&Pipe) -> i32) -> Child {
+    run_within(how, TIME_LIMIT, body).unwrap_or_else(|hung| {
+        panic!(
+            "{how:?} child still running after {} s, killed; it was waiting in '{}' \
+             and had sent {} bytes",
+            TIME_LIMIT.as_secs(),
+            hung.waiting_in,
+            hung.bytes.len()
+        )
+    })
+}
+
+/// [`run`] with a time limit of `limit` (whole milliseconds): a child that has not closed
+/// its pipe and exited by then is killed with `SIGKILL`, reaped, and reported as
+/// [`TimedOut`]. For a test whose failure is a child that hangs.
+///
+/// # Panics
+/// If the pipe, the fork or clone, a read or the wait fails.
+pub fn run_within(
+    how: How,
+    limit: Duration,
+    body: impl FnOnce(&Pipe) -> i32,
+) -> Result<Child, TimedOut> {
+    let deadline = Instant::now() + limit;
     std::io::stdout().flush().unwrap();
     let mut fds = [0; 2];
     // SAFETY: `fds` has room for two descriptors.
@@ -120,28 +162,120 @@ pub fn run(how: How, body: impl FnOnce(&Pipe) -> i32) -> Child {
     unsafe { libc::close(fds[1]) };
     let mut bytes = Vec::new();
     let mut buf = [0u8; 256];
-    loop {
-        // SAFETY: reads at most `buf.len()` bytes into `buf`.
-        let n = unsafe { libc::read(fds[0], buf.as_mut_ptr().cast(), buf.len()) };
-        if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
-            continue;
-        }
-        assert!(n >= 0, "read from child");
-        if n == 0 {
-            break;
-        }
-        bytes.extend_from_slice(&buf[..n as usize]);
-    }
+    let mut pipe_open = true;
     let mut status = 0;
-    // SAFETY: closes the read end and reaps the child made above.
-    unsafe {
-        libc::close(fds[0]);
-        assert_eq!(libc::waitpid(pid, &mut status, 0), pid, "waitpid");
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if pipe_open {
+            let mut ready = libc::pollfd {
+                fd: fds[0],
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            let wait_ms = left.as_millis().min(i32::MAX as u128) as libc::c_int;
+            // SAFETY: polls the one descriptor in `ready`.
+            let polled = unsafe { libc::poll(&mut ready, 1, wait_ms) };
+            if polled < 0
+                && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted
+            {
+                continue;
+            }
+            assert!(polled >= 0, "poll of the pipe from the child");
+            if polled == 1 {
+                // SAFETY: reads at most `buf.len()` bytes into `buf`.
+                let n = unsafe { libc::read(fds[0], buf.as_mut_ptr().cast(), buf.len()) };
+                if n < 0
+                    && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted
+                {
+                    continue;
+                }
+                assert!(n >= 0, "read from child");
+                if n == 0 {
+                    pipe_open = false;
+                } else {
+                    bytes.extend_from_slice(&buf[..n as usize]);
+                }
+                continue;
+            }
+        } else {
+            // SAFETY: polls our own child made above, without blocking.
+            let reaped = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+            assert!(reaped == 0 || reaped == pid, "waitpid");
+            if reaped == pid {
+                break;
+            }
+            if !left.is_zero() {
+                std::thread::sleep(left.min(Duration::from_millis(1)));
+                continue;
+            }
+        }
+        if left.is_zero() {
+            let waiting_in =
+                std::fs::read_to_string(format!("/proc/{pid}/wchan")).unwrap_or_default();
+            // SAFETY: kills and reaps our own child, and closes the read end.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+                assert_eq!(libc::waitpid(pid, &mut status, 0), pid, "waitpid");
+                libc::close(fds[0]);
+            }
+            return Err(TimedOut { waiting_in, bytes });
+        }
     }
+    // SAFETY: closes the read end; the child was reaped above.
+    unsafe { libc::close(fds[0]) };
     let status = if libc::WIFEXITED(status) {
         Status::Exited(libc::WEXITSTATUS(status))
     } else {
         Status::Signalled(libc::WTERMSIG(status))
     };
-    Child { status, bytes }
+    Ok(Child { status, bytes })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_child_sends_its_bytes_and_status() {
+        #[cfg(target_os = "linux")]
+        let ways = [How::Fork, How::RawClone];
+        #[cfg(not(target_os = "linux"))]
+        let ways = [How::Fork];
+        for how in ways {
+            let child = run(how, |pipe| {
+                pipe.send(b"from the child");
+                7
+            });
+            assert_eq!(child.status, Status::Exited(7));
+            assert_eq!(child.bytes, b"from the child");
+        }
+    }
+
+    #[test]
+    fn a_child_that_hangs_is_killed_at_its_time_limit() {
+        // One child keeps its pipe open; the other closes it and then does not exit. (Two
+        // seconds: time enough for a child under an emulator to send its bytes.)
+        let limit = Duration::from_secs(2);
+        for close_first in [false, true] {
+            let started = Instant::now();
+            let hung = run_within(How::Fork, limit, |pipe| {
+                pipe.send(b"partial");
+                if close_first {
+                    // SAFETY: closes the child's own write end.
+                    unsafe { libc::close(pipe.fd()) };
+                }
+                // SAFETY: pause only waits for a signal.
+                unsafe { libc::pause() };
+                0
+            })
+            .expect_err("the child never exits");
+            assert!(started.elapsed() >= limit);
+            assert_eq!(hung.bytes, b"partial");
+            #[cfg(target_os = "linux")]
+            // Linux names the kernel function the child sleeps in (`__do_sys_pause` on
+            // x86-64; another under an emulator, or where the C library waits otherwise).
+            #[cfg(target_os = "linux")]
+            assert!(!hung.waiting_in.is_empty(), "no wait channel read");
+        }
+    }
 }
