@@ -51,7 +51,7 @@
 //!   those `rand_core` generations for [`FkeRng`] and (with `std`) [`ThreadRng`], for crates
 //!   not yet on `rand_core` 0.10 (`aes-gcm` 0.10, `ed25519-dalek` 2, `rand` 0.8 and 0.9).
 //!   Neither needs `std`.
-//! - `rustls`: [`RustlsRandom`], the thread-local generator as a `rustls` 0.23
+//! - `rustls`: `RustlsRandom`, the thread-local generator as a `rustls` 0.23
 //!   `SecureRandom` for a `CryptoProvider` (implies `std`).
 #![cfg_attr(not(any(feature = "std", test)), no_std)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
