@@ -336,8 +336,8 @@ pub fn reseed() -> Result<(), Error> {
 /// VM snapshot is restored (Firecracker, AWS Lambda SnapStart, QEMU savevm/loadvm), or after
 /// a process checkpoint is restored (CRIU). Where [`snapshot_protection`] reports
 /// [`SnapshotProtection::VmGenerationCounter`], VM snapshot restores are detected without
-/// this call; it stays harmless there (one extra reseed per thread). Every clone of a snapshot would otherwise replay
-/// the same stream. A reseed that fails after this call makes that thread's next read fail
+/// this call; it stays harmless there (one extra reseed per thread). Every clone of a
+/// snapshot would otherwise replay the same stream. A reseed that fails after this call makes that thread's next read fail
 /// (`try_fill` returns the error, `fill` panics) rather than emit from the old state.
 #[cfg(feature = "std")]
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]

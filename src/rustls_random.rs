@@ -29,7 +29,8 @@ use ::rustls::crypto::{GetRandomFailed, SecureRandom};
 /// # Errors
 /// `fill` returns [`GetRandomFailed`] (and writes nothing) when the calling thread cannot
 /// seed or reseed from the OS: at its first use, after a `fork`, after
-/// [`crate::reseed_all`] or after a detected VM snapshot restore. rustls then aborts the handshake; it never panics here.
+/// [`crate::reseed_all`] or after a detected VM snapshot restore. rustls then aborts the
+/// handshake; it never panics here.
 ///
 /// It reports `fips() == false`: ChaCha20 fast key erasure is not a FIPS-approved DRBG.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]

@@ -163,8 +163,8 @@ fn fill_without_state(p: *mut Slot, dest: &mut [u8]) -> Result<(), Error> {
 }
 
 /// Registers the fork handlers (`register`), then maps this thread's state with `advice`
-/// (or takes a spare one) and registers its owner. `Ok(None)` if the memory is refused or the thread is exiting (the slot is
-/// then left for a later try or marked unavailable).
+/// (or takes a spare one) and registers its owner. `Ok(None)` if the memory is refused or
+/// the thread is exiting (the slot is then left for a later try or marked unavailable).
 ///
 /// # Errors
 /// The registration's error: no state is set up without fork protection, and the slot is
