@@ -90,6 +90,8 @@ pub const TIME_LIMIT: Duration = Duration::from_secs(120);
 /// A child that was still running when its time ran out, and was killed and reaped.
 #[derive(Debug)]
 pub struct TimedOut {
+    /// Its process id, already reaped.
+    pub pid: libc::pid_t,
     /// What it was waiting in, from `/proc/<pid>/wchan` read just before the kill: a
     /// kernel function's name, `0` when it was running rather than waiting (Linux), or
     /// empty where there is no such file.
@@ -132,9 +134,7 @@ pub fn run_within(
 ) -> Result<Child, TimedOut> {
     let deadline = Instant::now() + limit;
     std::io::stdout().flush().unwrap();
-    let mut fds = [0; 2];
-    // SAFETY: `fds` has room for two descriptors.
-    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0, "pipe");
+    let fds = pipe_cloexec();
     // SAFETY: the child runs `body` and ends with `_exit`; it never returns into the caller.
     let pid = unsafe {
         match how {
@@ -160,65 +160,54 @@ pub fn run_within(
     }
     // SAFETY: closes the parent's copy of the write end.
     unsafe { libc::close(fds[1]) };
+    // The end is the child's exit, not the pipe's end of file: a process that inherited
+    // the write end (a parallel test's own child, forked meanwhile) would delay that. Once
+    // the child is reaped, what it wrote is all in the pipe, and is read before returning.
     let mut bytes = Vec::new();
-    let mut buf = [0u8; 256];
-    let mut pipe_open = true;
     let mut status = 0;
+    let mut exited = false;
+    let mut open = true;
     loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if pipe_open {
-            let mut ready = libc::pollfd {
-                fd: fds[0],
-                events: libc::POLLIN,
-                revents: 0,
-            };
-            let wait_ms = left.as_millis().min(i32::MAX as u128) as libc::c_int;
-            // SAFETY: polls the one descriptor in `ready`.
-            let polled = unsafe { libc::poll(&mut ready, 1, wait_ms) };
-            if polled < 0
-                && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted
-            {
-                continue;
-            }
-            assert!(polled >= 0, "poll of the pipe from the child");
-            if polled == 1 {
-                // SAFETY: reads at most `buf.len()` bytes into `buf`.
-                let n = unsafe { libc::read(fds[0], buf.as_mut_ptr().cast(), buf.len()) };
-                if n < 0
-                    && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted
-                {
-                    continue;
-                }
-                assert!(n >= 0, "read from child");
-                if n == 0 {
-                    pipe_open = false;
-                } else {
-                    bytes.extend_from_slice(&buf[..n as usize]);
-                }
-                continue;
-            }
-        } else {
+        if !exited {
             // SAFETY: polls our own child made above, without blocking.
             let reaped = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
-            assert!(reaped == 0 || reaped == pid, "waitpid");
-            if reaped == pid {
+            assert!(reaped == 0 || reaped == pid || interrupted(), "waitpid");
+            exited = reaped == pid;
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        let got = if open {
+            let wait = if exited {
+                Duration::ZERO
+            } else {
+                left.min(POLL_STEP)
+            };
+            read_some(fds[0], &mut bytes, wait)
+        } else {
+            if !exited {
+                std::thread::sleep(left.min(POLL_STEP));
+            }
+            Got::EndOfFile
+        };
+        open &= got != Got::EndOfFile;
+        if exited && got != Got::Data {
+            break;
+        }
+        if Instant::now() >= deadline {
+            if exited {
                 break;
             }
-            if !left.is_zero() {
-                std::thread::sleep(left.min(Duration::from_millis(1)));
-                continue;
-            }
-        }
-        if left.is_zero() {
             let waiting_in =
                 std::fs::read_to_string(format!("/proc/{pid}/wchan")).unwrap_or_default();
-            // SAFETY: kills and reaps our own child, and closes the read end.
-            unsafe {
-                libc::kill(pid, libc::SIGKILL);
-                assert_eq!(libc::waitpid(pid, &mut status, 0), pid, "waitpid");
-                libc::close(fds[0]);
-            }
-            return Err(TimedOut { waiting_in, bytes });
+            // SAFETY: kills our own child, still unreaped, so `pid` is still its number.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            reap(pid, &mut status);
+            // SAFETY: closes the read end.
+            unsafe { libc::close(fds[0]) };
+            return Err(TimedOut {
+                pid,
+                waiting_in,
+                bytes,
+            });
         }
     }
     // SAFETY: closes the read end; the child was reaped above.
@@ -229,6 +218,87 @@ pub fn run_within(
         Status::Signalled(libc::WTERMSIG(status))
     };
     Ok(Child { status, bytes })
+}
+
+/// How long one wait for the child's bytes or exit lasts before the loop looks again.
+const POLL_STEP: Duration = Duration::from_millis(5);
+
+/// What one [`read_some`] found.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Got {
+    Data,
+    Nothing,
+    EndOfFile,
+}
+
+/// Waits up to `wait` for the pipe `fd` to be readable, then reads once into `bytes`.
+fn read_some(fd: libc::c_int, bytes: &mut Vec<u8>, wait: Duration) -> Got {
+    let mut ready = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let wait_ms = wait.as_millis().min(i32::MAX as u128) as libc::c_int;
+    // SAFETY: polls the one descriptor in `ready`.
+    let polled = unsafe { libc::poll(&mut ready, 1, wait_ms) };
+    if polled < 0 && interrupted() {
+        return Got::Nothing;
+    }
+    assert!(polled >= 0, "poll of the pipe from the child");
+    if polled == 0 {
+        return Got::Nothing;
+    }
+    let mut buf = [0u8; 4096];
+    // SAFETY: reads at most `buf.len()` bytes into `buf`.
+    let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+    if n < 0 && interrupted() {
+        return Got::Nothing;
+    }
+    assert!(n >= 0, "read from child");
+    if n == 0 {
+        return Got::EndOfFile;
+    }
+    bytes.extend_from_slice(&buf[..n as usize]);
+    Got::Data
+}
+
+/// Whether the last failed call was interrupted by a signal (`EINTR`).
+fn interrupted() -> bool {
+    std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted
+}
+
+/// Waits for our own child `pid` to end and stores its status.
+fn reap(pid: libc::pid_t, status: &mut libc::c_int) {
+    loop {
+        // SAFETY: waits for our own child.
+        let reaped = unsafe { libc::waitpid(pid, status, 0) };
+        if reaped == pid {
+            return;
+        }
+        assert!(interrupted(), "waitpid");
+    }
+}
+
+/// A pipe whose two ends close on `exec`, so that a program another test starts meanwhile
+/// does not keep the write end open.
+fn pipe_cloexec() -> [libc::c_int; 2] {
+    let mut fds = [0; 2];
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    // SAFETY: `fds` has room for two descriptors.
+    assert_eq!(
+        unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) },
+        0,
+        "pipe2"
+    );
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    // SAFETY: `fds` has room for two descriptors; `fcntl` sets a flag on each of them.
+    unsafe {
+        assert_eq!(libc::pipe(fds.as_mut_ptr()), 0, "pipe");
+        for fd in fds {
+            assert_eq!(libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC), 0, "fcntl");
+        }
+    }
+    fds
 }
 
 #[cfg(test)]
@@ -271,11 +341,34 @@ mod tests {
             .expect_err("the child never exits");
             assert!(started.elapsed() >= limit);
             assert_eq!(hung.bytes, b"partial");
-            #[cfg(target_os = "linux")]
             // Linux names the kernel function the child sleeps in (`__do_sys_pause` on
             // x86-64; another under an emulator, or where the C library waits otherwise).
             #[cfg(target_os = "linux")]
             assert!(!hung.waiting_in.is_empty(), "no wait channel read");
+            // Killed and reaped: no child of that number is left to wait for.
+            // SAFETY: waitpid only reports on our children.
+            let again = unsafe { libc::waitpid(hung.pid, core::ptr::null_mut(), libc::WNOHANG) };
+            assert_eq!(again, -1, "the timed-out child was not reaped");
         }
+    }
+
+    #[test]
+    fn a_child_that_exits_is_done_while_another_process_holds_its_pipe() {
+        // Waiting for the pipe's end of file would outlast the limit and report a timeout.
+        let child = run_within(How::Fork, Duration::from_secs(10), |pipe| {
+            // A grandchild that inherits the write end and keeps it for 30 seconds.
+            // SAFETY: the grandchild only sleeps and `_exit`s.
+            if unsafe { libc::fork() } == 0 {
+                unsafe {
+                    libc::sleep(30);
+                    libc::_exit(0)
+                }
+            }
+            pipe.send(b"before exit");
+            3
+        })
+        .expect("the child exited at once, its grandchild holding the pipe");
+        assert_eq!(child.status, Status::Exited(3));
+        assert_eq!(child.bytes, b"before exit");
     }
 }
