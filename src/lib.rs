@@ -337,8 +337,9 @@ pub fn reseed() -> Result<(), Error> {
 /// a process checkpoint is restored (CRIU). Where [`snapshot_protection`] reports
 /// [`SnapshotProtection::VmGenerationCounter`], VM snapshot restores are detected without
 /// this call; it stays harmless there (one extra reseed per thread). Every clone of a
-/// snapshot would otherwise replay the same stream. A reseed that fails after this call makes that thread's next read fail
-/// (`try_fill` returns the error, `fill` panics) rather than emit from the old state.
+/// snapshot would otherwise replay the same stream. A reseed that fails after this call
+/// makes that thread's next read fail (`try_fill` returns the error, `fill` panics) rather
+/// than emit from the old state.
 #[cfg(feature = "std")]
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 pub fn reseed_all() {
