@@ -526,10 +526,11 @@ fn a_thread_state_takes_one_page_and_two_thread_locals() {
         crate::fill(&mut [0u8; 16]);
         let m = state_memory().expect("storage after a read");
         #[cfg(any(target_os = "linux", target_os = "android"))]
-        {
-            let page = crate::memory::page_size();
-            assert_eq!(m.storage, page, "one page per state: {m:?}");
-        }
+        assert_eq!(
+            m.storage,
+            crate::memory::page_size(),
+            "one page per state: {m:?}"
+        );
         #[cfg(not(any(target_os = "linux", target_os = "android")))]
         assert_eq!(
             m.storage, m.state,

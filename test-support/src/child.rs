@@ -83,8 +83,8 @@ impl Child {
     }
 }
 
-/// How long [`run`] waits for a child to close its pipe and exit. A child here does
-/// microseconds of work; the bound is for an emulated run on a loaded machine.
+/// How long [`run`] waits for a child to exit. A child here does microseconds of work; the
+/// bound is for an emulated run on a loaded machine.
 pub const TIME_LIMIT: Duration = Duration::from_secs(120);
 
 /// A child that was still running when its time ran out, and was killed and reaped.
@@ -101,14 +101,14 @@ pub struct TimedOut {
 }
 
 /// Makes a child by `how` that runs `body` and `_exit`s with the status `body` returns;
-/// reads what it writes to its [`Pipe`] until it closes, then reaps it. Flushes this
-/// process's standard output first, so that the child does not inherit buffered lines.
+/// reads what it writes to its [`Pipe`] until it has exited and been reaped, and returns
+/// both. Flushes this process's standard output first, so that the child does not inherit
+/// buffered lines.
 ///
 /// # Panics
-/// If the pipe, the fork or clone, a read or the wait fails, or if the child has not
-/// closed its pipe and exited within [`TIME_LIMIT`] (it is killed first, and the message
-/// says what it was waiting in), so that a child that deadlocks fails its test instead of
-/// hanging the run.
+/// If the pipe, the fork or clone, a read or the wait fails, or if the child has not exited
+/// within [`TIME_LIMIT`] (it is killed first, and the message says what it was waiting
+/// in), so that a child that deadlocks fails its test instead of hanging the run.
 pub fn run(how: How, body: impl FnOnce(&Pipe) -> i32) -> Child {
     run_within(how, TIME_LIMIT, body).unwrap_or_else(|hung| {
         panic!(
@@ -121,9 +121,9 @@ pub fn run(how: How, body: impl FnOnce(&Pipe) -> i32) -> Child {
     })
 }
 
-/// [`run`] with a time limit of `limit` (whole milliseconds): a child that has not closed
-/// its pipe and exited by then is killed with `SIGKILL`, reaped, and reported as
-/// [`TimedOut`]. For a test whose failure is a child that hangs.
+/// [`run`] with a time limit of `limit` (whole milliseconds): a child that has not exited
+/// by then is killed with `SIGKILL`, reaped, and reported as [`TimedOut`]. For a test whose
+/// failure is a child that hangs.
 ///
 /// # Panics
 /// If the pipe, the fork or clone, a read or the wait fails.
