@@ -14,7 +14,7 @@
 //!   the thread: `fkrng` takes the wiped state of an exited thread (threads run one after
 //!   another), `fkrng (new mapping)` maps new state pages (16 threads holding every spare
 //!   state stay alive meanwhile).
-//! - `snapshot` (only in builds with `--cfg fkrng_test_hooks`): reads with the VM generation
+//! - `snapshot` (only in builds with `the `test-hooks` feature`): reads with the VM generation
 //!   counter of a stand-in device mapped and without.
 //!
 //! Peers: `rand::rng()` (rand 0.10, ChaCha12), raw `chacha20::ChaCha20Rng` (no key erasure),
@@ -447,12 +447,12 @@ fn first_read(c: &mut Criterion) {
     g.finish();
 }
 
-/// `snapshot` (builds with `--cfg fkrng_test_hooks` only; `scripts/bench-snapshot.sh`): the
+/// `snapshot` (builds with `the `test-hooks` feature` only; `scripts/bench-snapshot.sh`): the
 /// cost of following the VM generation counter. 4- and 16-byte fills with every thread's
 /// check pointed at a mapped stand-in of the VMClock page, then at the fallback word used
 /// when no device is mapped, alternating three rounds in one run, with `rand::rng()` for
 /// the 4-byte ratio.
-#[cfg(fkrng_test_hooks)]
+#[cfg(feature = "test-hooks")]
 fn snapshot(c: &mut Criterion) {
     if std::env::var_os("FKRNG_TEST_VMCLOCK_PATH").is_none() {
         return; // no stand-in named: a run other than scripts/bench-snapshot.sh
@@ -487,7 +487,7 @@ fn config() -> Criterion {
     // The stand-in VMClock page that scripts/bench-snapshot.sh names is taken at the
     // process's first read, which comes after this (each group's configuration is made
     // before its benchmarks run).
-    #[cfg(fkrng_test_hooks)]
+    #[cfg(feature = "test-hooks")]
     fkrng::test_hooks::snapshot::stand_in_from_env();
     Criterion::default()
         .warm_up_time(Duration::from_millis(500))
@@ -500,13 +500,13 @@ criterion_group! {
     config = config();
     targets = fill, int, sample, array, threads, first_read
 }
-#[cfg(fkrng_test_hooks)]
+#[cfg(feature = "test-hooks")]
 criterion_group! {
     name = snapshot_benches;
     config = config();
     targets = snapshot
 }
-#[cfg(not(fkrng_test_hooks))]
+#[cfg(not(feature = "test-hooks"))]
 criterion_main!(benches);
-#[cfg(fkrng_test_hooks)]
+#[cfg(feature = "test-hooks")]
 criterion_main!(benches, snapshot_benches);

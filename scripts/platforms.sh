@@ -121,8 +121,8 @@ if want pinned; then
     suite "pinned $path" "$logdir/pinned-$path.log" -- \
       env CARGO_TARGET_DIR="target/pin-$path" FKRNG_EXPECT_KEYSTREAM="$path" \
       FKRNG_EXPECT_FORK_PROTECTION=WipeOnFork \
-      RUSTFLAGS="--cfg chacha20_avx512 --cfg fkrng_test_hooks --cfg fkrng_keystream=\"$path\"" \
-      cargo test --release --lib --test kat --test residue
+      RUSTFLAGS="--cfg chacha20_avx512 --cfg fkrng_keystream=\"$path\"" \
+      cargo test --release --features test-hooks --lib --test kat --test residue
     record "$host" pinned "$path" "$binaries" "$tests" none
   done
   echo "-- section pinned: $((SECONDS - started)) s"
@@ -150,7 +150,7 @@ if want cpu-model; then
       env FKRNG_EXPECT_KEYSTREAM="$path" FKRNG_EXPECT_FORK_PROTECTION=AtforkEpoch \
       PROPTEST_CASES=32 \
       CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER="qemu-x86_64 -cpu $cpu" \
-      cargo test --release --lib --test kat --test threads --test fork -- --show-output
+      cargo test --release --features test-hooks --lib --test kat --test threads --test fork -- --show-output
     # qemu-user ignores MADV_WIPEONFORK: the tests run under AtforkEpoch and print, with
     # --show-output, the wipe-on-fork claims (raw clones, page flags) they leave out.
     record "$host" "qemu-cpu-$cpu" "$path" "$binaries" "$tests" "wipe-on-fork-claims"

@@ -48,7 +48,7 @@ pub(crate) struct Os;
 impl Entropy for Os {
     #[inline]
     fn fill(&mut self, dest: &mut [u8]) -> Result<(), Error> {
-        #[cfg(any(test, fkrng_test_hooks))]
+        #[cfg(any(test, feature = "test-hooks"))]
         crate::test_hooks::counters::count_os_read();
         fill(dest)
     }

@@ -191,7 +191,7 @@ mod tests {
 
     /// A child forked while another thread is inside the registration (a thread that does
     /// not exist in the child) registers at its own first read without waiting for it.
-    #[cfg(all(unix, fkrng_test_hooks))]
+    #[cfg(all(unix, feature = "test-hooks"))]
     #[test]
     fn a_child_forked_during_registration_does_not_wait_for_it() {
         use fkrng_test_support::child::{self, How, Status};

@@ -57,10 +57,10 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
 // The unit tests that need this repository's support crate (a path dev-dependency the
-// published package does not carry) build only with `--cfg fkrng_test_hooks`, which the
-// repository sets; in a test build of the unpacked package the helpers they share stay
-// unused.
-#![cfg_attr(all(test, not(fkrng_test_hooks)), allow(dead_code, unused_imports))]
+// published package does not carry) build only with the `test-hooks` feature, which the
+// repository's test command turns on (`--all-features`); in a test build of the unpacked
+// package the helpers they share stay unused.
+#![cfg_attr(all(test, not(feature = "test-hooks")), allow(dead_code, unused_imports))]
 
 mod compat;
 mod generator;
@@ -87,7 +87,7 @@ mod thread;
 #[cfg(feature = "std")]
 mod thread_rng;
 
-#[cfg(any(test, fuzzing, fkrng_test_hooks))]
+#[cfg(any(test, fuzzing, feature = "test-hooks"))]
 #[doc(hidden)]
 pub mod test_hooks;
 

@@ -2,8 +2,8 @@
 //! VMClock device: a tmpfs file with the ABI layout that the library maps in place of
 //! `/dev/vmclock0`, and that this test writes as the hypervisor would.
 //!
-//! Needs a build with `--cfg fkrng_test_hooks` (which .cargo/config.toml sets for this
-//! repository's builds; the stand-in's path then comes from `FKRNG_TEST_VMCLOCK_PATH`, read
+//! Needs a build with the `test-hooks` feature (which this repository's test command turns
+//! on; the stand-in's path then comes from `FKRNG_TEST_VMCLOCK_PATH`, read
 //! because this program calls `stand_in_from_env`). Other builds print "skipped".
 //!
 //! Runs without the test harness, so that the process is single-threaded and has not read
@@ -12,7 +12,7 @@
 //! exact.
 
 #[cfg(all(
-    fkrng_test_hooks,
+    feature = "test-hooks",
     target_os = "linux",
     target_endian = "little",
     target_pointer_width = "64"
@@ -22,19 +22,19 @@ fn main() {
 }
 
 #[cfg(not(all(
-    fkrng_test_hooks,
+    feature = "test-hooks",
     target_os = "linux",
     target_endian = "little",
     target_pointer_width = "64"
 )))]
 fn main() {
     println!(
-        "snapshot tests: need a little-endian 64-bit Linux build with --cfg fkrng_test_hooks; skipped"
+        "snapshot tests: need a little-endian 64-bit Linux build with the test-hooks feature; skipped"
     );
 }
 
 #[cfg(all(
-    fkrng_test_hooks,
+    feature = "test-hooks",
     target_os = "linux",
     target_endian = "little",
     target_pointer_width = "64"

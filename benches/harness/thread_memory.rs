@@ -6,7 +6,7 @@
 //! `reader=… threads=… rss_growth_kib=… per_thread_bytes=…`; the difference between a
 //! reader's figure and `none`'s is what the generator costs per thread. For `fkrng` the
 //! line goes on with the sizes of one thread's generator, from the test hooks (builds with
-//! `--cfg fkrng_test_hooks`, as `.cargo/config.toml` has it):
+//! the `test-hooks` feature, as `scripts/bench.sh` builds it):
 //! `state_bytes=… storage_bytes=… thread_local_bytes=…`.
 
 use rand_core::Rng;
@@ -24,7 +24,7 @@ fn rss_kib() -> u64 {
 
 /// One thread's generator sizes after `read`, as the rest of the output line; `None` for a
 /// reader other than fkrng.
-#[cfg(fkrng_test_hooks)]
+#[cfg(feature = "test-hooks")]
 fn state_figures(read: fn()) -> Option<String> {
     let m = std::thread::spawn(move || {
         read();
@@ -38,7 +38,7 @@ fn state_figures(read: fn()) -> Option<String> {
     ))
 }
 
-#[cfg(not(fkrng_test_hooks))]
+#[cfg(not(feature = "test-hooks"))]
 fn state_figures(_: fn()) -> Option<String> {
     None
 }

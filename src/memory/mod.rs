@@ -119,7 +119,7 @@ impl<T> Pages<T> {
     /// The storage's address range (the whole mapping on Linux), for tests that inspect
     /// `/proc/self/smaps` or every byte of a released state, and for the memory figures of
     /// [`crate::test_hooks::memory`].
-    #[cfg(any(test, fkrng_test_hooks))]
+    #[cfg(any(test, feature = "test-hooks"))]
     pub(crate) fn range(&self) -> (usize, usize) {
         let start = self.ptr.as_ptr() as usize;
         (start, start + self.len)

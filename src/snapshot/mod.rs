@@ -52,7 +52,7 @@ mod device;
 // (The tests use the repository's support crate, so they build where the cfg is set.)
 #[cfg(all(
     test,
-    fkrng_test_hooks,
+    feature = "test-hooks",
     target_os = "linux",
     target_endian = "little",
     target_pointer_width = "64"
@@ -187,7 +187,7 @@ fn probe_once() {
     }
     match map_device() {
         Some(region) => {
-            #[cfg(any(test, fkrng_test_hooks))]
+            #[cfg(any(test, feature = "test-hooks"))]
             crate::test_hooks::snapshot::remember_device(region.counter());
             COUNTER
                 .0
@@ -201,7 +201,7 @@ fn probe_once() {
 /// The device path: `/dev/vmclock0`, or in builds with the test hooks (never a build of
 /// the published crate) the stand-in they name.
 fn device_path() -> std::ffi::OsString {
-    #[cfg(any(test, fkrng_test_hooks))]
+    #[cfg(any(test, feature = "test-hooks"))]
     if let Some(path) = crate::test_hooks::snapshot::stand_in_path() {
         return path;
     }
@@ -215,7 +215,7 @@ fn device_path() -> std::ffi::OsString {
 ))]
 fn map_device() -> Option<Region> {
     let mapped = map(std::path::Path::new(&device_path()));
-    #[cfg(any(test, fkrng_test_hooks))]
+    #[cfg(any(test, feature = "test-hooks"))]
     if let Err(why) = &mapped {
         crate::test_hooks::snapshot::stand_in_refused(why);
     }

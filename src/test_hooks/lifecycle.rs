@@ -116,7 +116,7 @@ pub(crate) fn forking() -> std::sync::RwLockWriteGuard<'static, ()> {
 /// Runs `child` in a child process made by `fork()` (atfork handlers run) or by a raw
 /// `clone` system call (none run) and returns the 32 bytes it sends back through a pipe.
 /// The child only reads the generator, writes and `_exit`s.
-#[cfg(all(target_os = "linux", fkrng_test_hooks))]
+#[cfg(all(target_os = "linux", feature = "test-hooks"))]
 pub(crate) fn in_child(raw_clone: bool, child: fn() -> Option<[u8; 32]>) -> [u8; 32] {
     use fkrng_test_support::child::{self, How};
     let _fork = forking();
@@ -133,7 +133,7 @@ pub(crate) fn in_child(raw_clone: bool, child: fn() -> Option<[u8; 32]>) -> [u8;
 }
 
 /// Marks a test binary run again for one test ([`in_new_process`]).
-#[cfg(all(target_os = "linux", fkrng_test_hooks))]
+#[cfg(all(target_os = "linux", feature = "test-hooks"))]
 const IN_NEW_PROCESS: &str = "FKRNG_TEST_IN_NEW_PROCESS";
 
 /// For a unit test that needs a process of its own (one whose fork handlers are not yet
@@ -142,7 +142,7 @@ const IN_NEW_PROCESS: &str = "FKRNG_TEST_IN_NEW_PROCESS";
 /// alone, in a new process (through the emulator that `FKRNG_TEST_RUNNER` names, as in
 /// the runs for other architectures), asserts that it passed and returns its output. In
 /// that new process: returns `None`, and the caller runs the test's body.
-#[cfg(all(target_os = "linux", fkrng_test_hooks))]
+#[cfg(all(target_os = "linux", feature = "test-hooks"))]
 pub(crate) fn in_new_process(name: &str) -> Option<String> {
     if std::env::var_os(IN_NEW_PROCESS).is_some() {
         return None;

@@ -2,11 +2,13 @@
 //! need to see or steer inside the library, and nothing a user of the crate gets.
 //!
 //! Compiled only with `cfg(test)` (the unit tests), `cfg(fuzzing)` (set by `cargo fuzz`) or
-//! `--cfg fkrng_test_hooks`, which `.cargo/config.toml` sets for every build of this
-//! repository (integration tests, benchmarks, the measurement builds of its scripts) and
-//! which a build of the published crate by a dependent never has: there the module and
-//! every call into it are absent. No Cargo feature turns them on. Hidden from the
-//! documentation; not a stable API.
+//! the `test-hooks` feature, which this repository's test command turns on
+//! (`cargo test --workspace --all-features`) and its scripts name where they build tests,
+//! benchmarks or measurement programs. The tool as README's run command or
+//! `cargo install --path cli` builds it, and every dependent's build that does not name the
+//! feature, has neither the module nor any call into it. Hidden from the documentation;
+//! not a stable API, and not for shipped builds: some hooks are steered by environment
+//! variables (a stand-in file for the VMClock device).
 //!
 //! - [`counters`]: process-wide counts of events that leave no trace in the output.
 //! - [`memory`]: the sizes of a thread's state, its storage and its thread-locals.
@@ -18,14 +20,14 @@
 //! - `lifecycle` (unit tests only): a thread's state without wipe-on-fork, a look at what it
 //!   would serve next, the check of every release at thread exit, and the fork helper.
 
-#[cfg(all(feature = "std", any(test, fkrng_test_hooks)))]
+#[cfg(all(feature = "std", any(test, feature = "test-hooks")))]
 pub mod counters;
 #[cfg(all(test, feature = "std"))]
 pub(crate) mod entropy;
 pub(crate) mod keystream;
 #[cfg(all(test, feature = "std"))]
 pub(crate) mod lifecycle;
-#[cfg(all(feature = "std", any(test, fkrng_test_hooks)))]
+#[cfg(all(feature = "std", any(test, feature = "test-hooks")))]
 pub mod memory;
-#[cfg(all(feature = "std", any(test, fkrng_test_hooks)))]
+#[cfg(all(feature = "std", any(test, feature = "test-hooks")))]
 pub mod snapshot;

@@ -181,7 +181,7 @@ pub(crate) fn set_up(
         return Err(e);
     }
     let spare = spare::take(advice);
-    #[cfg(any(test, fkrng_test_hooks))]
+    #[cfg(any(test, feature = "test-hooks"))]
     crate::test_hooks::counters::count_state_set_up(spare.is_some());
     let Some(pages) = spare.or_else(|| Pages::<Slot>::new_zeroed(advice)) else {
         STATE.set(ptr::null_mut());

@@ -24,9 +24,9 @@ pub(crate) fn one_off_fill(dest: &mut [u8], why: OneOff) -> Result<(), Error> {
     if dest.is_empty() {
         return Ok(());
     }
-    #[cfg(any(test, fkrng_test_hooks))]
+    #[cfg(any(test, feature = "test-hooks"))]
     crate::test_hooks::counters::count_one_off(why);
-    #[cfg(not(any(test, fkrng_test_hooks)))]
+    #[cfg(not(any(test, feature = "test-hooks")))]
     let _ = why;
     // Seeded in place (`K = 0 XOR S`) rather than through `FkeRng::from_seed`, whose
     // by-value seed and return would leave copies of the key in dead stack frames.

@@ -86,7 +86,7 @@ impl ThreadState {
         if !self.life.seeded || self.life.epoch != fork::epoch() || restored {
             // Strict: no output from an unseeded, inherited or restored key.
             self.reseed(os, clock)?;
-            #[cfg(any(test, fkrng_test_hooks))]
+            #[cfg(any(test, feature = "test-hooks"))]
             if restored {
                 crate::test_hooks::counters::count_snapshot_reseed();
             }

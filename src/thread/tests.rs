@@ -5,7 +5,7 @@ use crate::memory::Advice;
 use crate::snapshot;
 use crate::test_hooks::entropy::FakeEntropy;
 use crate::test_hooks::lifecycle::{Release, releases, set_up_without_wipe_on_fork, steady_epoch};
-#[cfg(all(target_os = "linux", fkrng_test_hooks))]
+#[cfg(all(target_os = "linux", feature = "test-hooks"))]
 use crate::test_hooks::lifecycle::{in_child, in_new_process};
 use crate::test_hooks::memory::state_memory;
 
@@ -358,7 +358,7 @@ fn madvise_honoured(claim: &str) -> bool {
 /// With wipe-on-fork switched off for this thread's state, only the atfork epoch keeps a
 /// `fork()` child from replaying the parent; a raw `clone` (no atfork handler) shows
 /// that the switch took effect.
-#[cfg(all(target_os = "linux", fkrng_test_hooks))]
+#[cfg(all(target_os = "linux", feature = "test-hooks"))]
 #[test]
 fn atfork_epoch_alone_reseeds_a_forked_child() {
     std::thread::spawn(|| {
@@ -407,7 +407,7 @@ fn atfork_epoch_alone_reseeds_a_forked_child() {
 /// it must not get the parent's next bytes (the prepare handler moved the epoch before
 /// the fork). Needs a process in which fkrng has not registered its handlers yet, so
 /// the test runs itself again in a new process.
-#[cfg(all(target_os = "linux", fkrng_test_hooks))]
+#[cfg(all(target_os = "linux", feature = "test-hooks"))]
 #[test]
 fn a_child_handler_registered_before_fkrng_gets_fresh_bytes() {
     let Some(text) =
@@ -421,7 +421,7 @@ fn a_child_handler_registered_before_fkrng_gets_fresh_bytes() {
     );
 }
 
-#[cfg(all(target_os = "linux", fkrng_test_hooks))]
+#[cfg(all(target_os = "linux", feature = "test-hooks"))]
 fn child_handler_order_in_this_process() {
     use core::sync::atomic::AtomicU8;
     static READ_IN_CHILD: [AtomicU8; 32] = [const { AtomicU8::new(0) }; 32];

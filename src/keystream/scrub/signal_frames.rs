@@ -83,7 +83,7 @@ fn signal_frame() -> usize {
 #[cold]
 #[inline(never)]
 fn wipe_signal_frames(top: usize, depth: usize) {
-    #[cfg(any(test, fkrng_test_hooks))]
+    #[cfg(any(test, feature = "test-hooks"))]
     crate::test_hooks::counters::count_signal_frame_wipe();
     let mut bottom = top - depth;
     // SAFETY: `current` is a valid out-pointer; a null `ss` only queries.
