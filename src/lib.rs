@@ -60,7 +60,10 @@
 // published package does not carry) build only with the `test-hooks` feature, which the
 // repository's test command turns on (`--all-features`); in a test build of the unpacked
 // package the helpers they share stay unused.
-#![cfg_attr(all(test, not(feature = "test-hooks")), allow(dead_code, unused_imports))]
+#![cfg_attr(
+    all(test, not(feature = "test-hooks")),
+    allow(dead_code, unused_imports)
+)]
 
 mod compat;
 mod generator;
@@ -123,8 +126,9 @@ pub use thread_rng::ThreadRng;
 /// If the OS random source fails when this thread first seeds, or when it must reseed
 /// after a `fork`, after [`reseed_all`] or after a VM snapshot restore detected through the
 /// VM generation counter ([`snapshot_protection`]); or if the thread's first read cannot
-/// register the fork handler (`pthread_atfork`): the message is one line naming the OS error. Use
-/// [`try_fill`] to get the error instead. A failed *periodic* reseed does not panic (the
+/// register the fork handler (`pthread_atfork`): the message is one line naming the OS error,
+/// and the panic names the caller's line (`#[track_caller]`, as do [`array()`], [`u32()`],
+/// [`u64()`] and [`fill_uninit`]). Use [`try_fill`] to get the error instead. A failed *periodic* reseed does not panic (the
 /// generator keeps its key and retries at the next refill).
 ///
 /// # Signal handlers and thread exit
@@ -136,6 +140,7 @@ pub use thread_rng::ThreadRng;
 #[cfg(feature = "std")]
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 #[inline(always)]
+#[track_caller]
 pub fn fill(dest: &mut [u8]) {
     if let Err(e) = thread::try_fill(dest) {
         fill_failed(e)
@@ -145,6 +150,7 @@ pub fn fill(dest: &mut [u8]) {
 #[cfg(feature = "std")]
 #[cold]
 #[inline(never)]
+#[track_caller]
 fn fill_failed(e: Error) -> ! {
     panic!("fkrng: {e}")
 }
@@ -175,6 +181,7 @@ pub fn try_fill(dest: &mut [u8]) -> Result<(), Error> {
 #[cfg(feature = "std")]
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 #[inline(always)]
+#[track_caller]
 pub fn array<const N: usize>() -> [u8; N] {
     match thread::take() {
         Some(bytes) => bytes,
@@ -186,6 +193,7 @@ pub fn array<const N: usize>() -> [u8; N] {
 #[cfg(feature = "std")]
 #[cold]
 #[inline(never)]
+#[track_caller]
 fn array_slow<const N: usize>() -> [u8; N] {
     let mut bytes = [0u8; N];
     fill(&mut bytes);
@@ -199,6 +207,7 @@ fn array_slow<const N: usize>() -> [u8; N] {
 #[cfg(feature = "std")]
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 #[inline(always)]
+#[track_caller]
 pub fn u32() -> u32 {
     u32::from_le_bytes(array())
 }
@@ -210,6 +219,7 @@ pub fn u32() -> u32 {
 #[cfg(feature = "std")]
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 #[inline(always)]
+#[track_caller]
 pub fn u64() -> u64 {
     u64::from_le_bytes(array())
 }
@@ -276,6 +286,7 @@ pub fn try_u64() -> Result<u64, Error> {
 #[cfg(feature = "std")]
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 #[inline]
+#[track_caller]
 pub fn fill_uninit(dest: &mut [core::mem::MaybeUninit<u8>]) -> &mut [u8] {
     match try_fill_uninit(dest) {
         Ok(bytes) => bytes,

@@ -40,16 +40,19 @@ mod thread_rng {
         type Error = Infallible;
 
         #[inline]
+        #[track_caller]
         fn try_next_u32(&mut self) -> Result<u32, Infallible> {
             Ok(crate::u32())
         }
 
         #[inline]
+        #[track_caller]
         fn try_next_u64(&mut self) -> Result<u64, Infallible> {
             Ok(crate::u64())
         }
 
         #[inline]
+        #[track_caller]
         fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), Infallible> {
             crate::fill(dest);
             Ok(())

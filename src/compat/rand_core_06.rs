@@ -55,6 +55,7 @@ mod thread_rng {
         /// # Panics
         /// As [`crate::fill`].
         #[inline]
+        #[track_caller]
         fn next_u32(&mut self) -> u32 {
             crate::u32()
         }
@@ -62,6 +63,7 @@ mod thread_rng {
         /// # Panics
         /// As [`crate::fill`].
         #[inline]
+        #[track_caller]
         fn next_u64(&mut self) -> u64 {
             crate::u64()
         }
@@ -69,6 +71,7 @@ mod thread_rng {
         /// # Panics
         /// As [`crate::fill`].
         #[inline]
+        #[track_caller]
         fn fill_bytes(&mut self, dest: &mut [u8]) {
             crate::fill(dest);
         }
