@@ -57,11 +57,12 @@ impl Entropy for Os {
 /// Fills `dest` straight from the OS: the kernel's source on Linux and Android (retrying on
 /// `EINTR`), the `getrandom` crate's elsewhere.
 pub(crate) fn fill(dest: &mut [u8]) -> Result<(), Error> {
-    #[cfg(any(target_os = "linux", target_os = "android"))]
+    #[cfg(all(any(target_os = "linux", target_os = "android"), not(miri)))]
     return linux::fill(dest);
-    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    // (Miri runs the `getrandom` crate's calls, not the device fallback of `linux`.)
+    #[cfg(any(not(any(target_os = "linux", target_os = "android")), miri))]
     return getrandom::fill(dest).map_err(Error::from);
 }
 
-#[cfg(any(target_os = "linux", target_os = "android"))]
+#[cfg(all(any(target_os = "linux", target_os = "android"), not(miri)))]
 mod linux;

@@ -46,13 +46,13 @@ pub(crate) fn bump_epoch() {
 /// for its own child handler: handlers registered by other libraries before fkrng's run
 /// first in the child, and one of them may read (prepare handlers run in the reverse order,
 /// so this one runs before theirs).
-#[cfg(unix)]
+#[cfg(all(unix, not(miri)))]
 extern "C" fn atfork_prepare() {
     // Async-signal-safe: one atomic add.
     bump_epoch();
 }
 
-#[cfg(unix)]
+#[cfg(all(unix, not(miri)))]
 extern "C" fn atfork_child() {
     // Async-signal-safe: one atomic add.
     bump_epoch();
@@ -72,7 +72,8 @@ static HANDLERS: AtomicU8 = AtomicU8::new(HANDLERS_UNREGISTERED);
 /// [`Error`] with `pthread_atfork`'s error number (`ENOMEM`) when the handlers cannot be
 /// registered; the next thread set-up tries again.
 pub(crate) fn register_atfork() -> Result<(), Error> {
-    #[cfg(unix)]
+    // (Miri has no `fork` and no `pthread_atfork`.)
+    #[cfg(all(unix, not(miri)))]
     if HANDLERS.load(Ordering::Acquire) != HANDLERS_REGISTERED {
         return register_with(&HANDLERS, || {
             // SAFETY: both handlers are `extern "C"` functions without arguments that live
@@ -92,7 +93,7 @@ pub(crate) fn register_atfork() -> Result<(), Error> {
 /// makes a fork bump the epoch more than once; and a child forked while another thread was
 /// in here (a thread that does not exist in the child) never waits for it, as it would on
 /// a `Once` left mid-initialisation.
-#[cfg_attr(not(unix), allow(dead_code))]
+#[cfg_attr(any(not(unix), miri), allow(dead_code))]
 fn register_with(state: &AtomicU8, register: impl FnOnce() -> i32) -> Result<(), Error> {
     match register() {
         0 => {
@@ -135,7 +136,7 @@ pub fn fork_protection() -> Option<ForkProtection> {
     protection(
         memory::wipe_on_fork(),
         HANDLERS.load(Ordering::Relaxed),
-        cfg!(unix),
+        cfg!(all(unix, not(miri))),
     )
 }
 

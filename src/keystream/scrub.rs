@@ -64,6 +64,7 @@ const SCRUB_BYTES_UNOPTIMISED: usize = 3584;
 cfg_if::cfg_if! {
     if #[cfg(all(
         feature = "std",
+        not(miri),
         any(
             all(target_arch = "x86_64", target_os = "linux"),
             all(target_arch = "aarch64", any(target_os = "linux", target_os = "android"))
@@ -93,17 +94,18 @@ cfg_if::cfg_if! {
 /// compiler knows, reads it, so no optimiser may drop the stores as dead. That block is used
 /// on x86-64 and AArch64 (where this scrub serves valgrind runs and systems other than
 /// Linux and Android); elsewhere (s390x, whose emulated residue tests run this path,
-/// WebAssembly and the rest) volatile writes of whole words keep the zeroing.
+/// WebAssembly and the rest) and under Miri, which runs no inline assembly, volatile writes
+/// of whole words keep the zeroing.
 #[inline(never)]
 fn scrub_stack() {
     let mut area = [0usize; SCRUB_BYTES / size_of::<usize>()];
-    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    #[cfg(all(any(target_arch = "x86_64", target_arch = "aarch64"), not(miri)))]
     // SAFETY: the block is empty: it reads, writes and jumps nowhere; without `nomem` the
     // compiler must assume it reads the memory `area` points to, so the zeroes are stored.
     unsafe {
         core::arch::asm!("/* {0} */", in(reg) area.as_mut_ptr(), options(nostack, preserves_flags));
     }
-    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    #[cfg(any(not(any(target_arch = "x86_64", target_arch = "aarch64")), miri))]
     for word in area.iter_mut() {
         // SAFETY: `word` is a valid, exclusive reference to an initialised `usize`.
         unsafe { core::ptr::write_volatile(word, 0) };

@@ -21,25 +21,30 @@ use core::alloc::Layout;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicU8, Ordering};
 
-#[cfg(any(target_os = "linux", target_os = "android"))]
+// Under Miri, which cannot run `mmap` advice or read `/proc`, the heap backend of other
+// systems serves Linux too.
+#[cfg(all(any(target_os = "linux", target_os = "android"), not(miri)))]
 mod linux;
-#[cfg(any(target_os = "linux", target_os = "android"))]
+#[cfg(all(any(target_os = "linux", target_os = "android"), not(miri)))]
 use linux as os;
-#[cfg(any(not(any(target_os = "linux", target_os = "android")), test))]
+#[cfg(any(not(any(target_os = "linux", target_os = "android")), test, miri))]
 mod other;
-#[cfg(not(any(target_os = "linux", target_os = "android")))]
+#[cfg(any(not(any(target_os = "linux", target_os = "android")), miri))]
 use other as os;
 
-#[cfg(any(
-    all(
-        target_os = "linux",
-        target_endian = "little",
-        target_pointer_width = "64"
+#[cfg(all(
+    any(
+        all(
+            target_os = "linux",
+            target_endian = "little",
+            target_pointer_width = "64"
+        ),
+        all(any(target_os = "linux", target_os = "android"), test)
     ),
-    all(any(target_os = "linux", target_os = "android"), test)
+    not(miri)
 ))]
 pub(crate) use linux::page_size;
-#[cfg(all(any(target_os = "linux", target_os = "android"), test))]
+#[cfg(all(any(target_os = "linux", target_os = "android"), test, not(miri)))]
 pub(crate) use linux::smaps_flags;
 
 /// [`wipe_on_fork`]: no mapping made yet.

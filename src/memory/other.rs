@@ -1,8 +1,11 @@
 //! The state's memory on systems without `mmap` wipe-on-fork pages (every OS but Linux and
-//! Android): one zeroed heap allocation per state, with no advice to give. Compiled on Linux
-//! for its unit test too.
+//! Android, and Linux under Miri): one zeroed heap allocation per state, with no advice to
+//! give. Compiled on Linux for its unit test too.
 
-#![cfg_attr(any(target_os = "linux", target_os = "android"), allow(dead_code))]
+#![cfg_attr(
+    all(any(target_os = "linux", target_os = "android"), not(miri)),
+    allow(dead_code)
+)]
 
 use super::Advice;
 use core::alloc::Layout;

@@ -5,7 +5,8 @@
 #[cfg(all(
     target_os = "linux",
     target_endian = "little",
-    target_pointer_width = "64"
+    target_pointer_width = "64",
+    not(miri)
 ))]
 use crate::memory::page_size;
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering, fence};
@@ -54,7 +55,8 @@ pub(crate) enum Unusable {
 #[cfg(all(
     target_os = "linux",
     target_endian = "little",
-    target_pointer_width = "64"
+    target_pointer_width = "64",
+    not(miri)
 ))]
 pub(crate) fn map(path: &std::path::Path) -> Result<Region, Unusable> {
     use std::os::unix::ffi::OsStrExt;

@@ -43,7 +43,8 @@
     not(all(
         target_os = "linux",
         target_endian = "little",
-        target_pointer_width = "64"
+        target_pointer_width = "64",
+        not(miri)
     )),
     allow(dead_code)
 )]
@@ -55,7 +56,8 @@ mod device;
     feature = "test-hooks",
     target_os = "linux",
     target_endian = "little",
-    target_pointer_width = "64"
+    target_pointer_width = "64",
+    not(miri)
 ))]
 mod tests;
 
@@ -65,7 +67,8 @@ pub(crate) use device::Region;
 #[cfg(all(
     target_os = "linux",
     target_endian = "little",
-    target_pointer_width = "64"
+    target_pointer_width = "64",
+    not(miri)
 ))]
 use device::map;
 
@@ -211,7 +214,8 @@ fn device_path() -> std::ffi::OsString {
 #[cfg(all(
     target_os = "linux",
     target_endian = "little",
-    target_pointer_width = "64"
+    target_pointer_width = "64",
+    not(miri)
 ))]
 fn map_device() -> Option<Region> {
     let mapped = map(std::path::Path::new(&device_path()));
@@ -225,7 +229,8 @@ fn map_device() -> Option<Region> {
 #[cfg(not(all(
     target_os = "linux",
     target_endian = "little",
-    target_pointer_width = "64"
+    target_pointer_width = "64",
+    not(miri)
 )))]
 fn map_device() -> Option<Region> {
     let _ = device_path();

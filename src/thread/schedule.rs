@@ -2,9 +2,17 @@
 //! random byte budget (1 to 2 MiB of keystream) is spent or 60 seconds have passed, checked
 //! only when keystream is made (a refill or a direct fill), never on the small-read path.
 
-#[cfg(not(any(target_os = "linux", target_os = "android")))]
+#[cfg(not(any(
+    target_os = "linux",
+    target_os = "android",
+    all(target_family = "wasm", any(target_os = "unknown", target_os = "none"))
+)))]
 use std::sync::OnceLock;
-#[cfg(not(any(target_os = "linux", target_os = "android")))]
+#[cfg(not(any(
+    target_os = "linux",
+    target_os = "android",
+    all(target_family = "wasm", any(target_os = "unknown", target_os = "none"))
+)))]
 use std::time::Instant;
 
 /// Lower end of the reseed byte budget: 1 MiB of output since the last (re)seed. Each
@@ -26,7 +34,9 @@ pub(super) trait Clock {
 /// the last timer tick (a resolution of 1 to 10 milliseconds, ample for a 60-second
 /// interval), read from the vDSO data page without reading the CPU's time-stamp counter,
 /// which makes it cheaper than `CLOCK_MONOTONIC` (docs/BENCHMARKS.md gives the figures).
-/// Elsewhere it is `std::time::Instant`, counted from the first call in the process.
+/// Elsewhere it is `std::time::Instant`, counted from the first call in the process; on
+/// WebAssembly without an OS (`wasm32-unknown-unknown`, where `Instant::now` panics) there is
+/// no clock, it reads 0, and the byte budget alone schedules reseeds.
 pub(super) struct Monotonic;
 
 impl Clock for Monotonic {
@@ -45,7 +55,16 @@ impl Clock for Monotonic {
         secs.saturating_mul(1_000_000_000).saturating_add(nanos)
     }
 
-    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    #[cfg(all(target_family = "wasm", any(target_os = "unknown", target_os = "none")))]
+    fn now_ns(&self) -> u64 {
+        0
+    }
+
+    #[cfg(not(any(
+        target_os = "linux",
+        target_os = "android",
+        all(target_family = "wasm", any(target_os = "unknown", target_os = "none"))
+    )))]
     fn now_ns(&self) -> u64 {
         static BASE: OnceLock<Instant> = OnceLock::new();
         let base = *BASE.get_or_init(Instant::now);

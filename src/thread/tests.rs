@@ -196,7 +196,7 @@ fn thread_exit_wipes_state_before_release() {
     }
 }
 
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", not(miri)))]
 #[test]
 fn state_pages_are_wipe_on_fork_and_dont_dump() {
     crate::fill(&mut [0u8; 1]);
@@ -316,7 +316,7 @@ fn failed_reseed_keeps_key_and_buffer() {
     assert!(st.life.seeded);
 }
 
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", not(miri)))]
 fn next_32() -> Option<[u8; 32]> {
     let mut out = [0u8; 32];
     crate::try_fill(&mut out).ok()?;
@@ -328,7 +328,7 @@ fn next_32() -> Option<[u8; 32]> {
 /// and ignores the advice), prints which `claim` is skipped and why. A run that sets
 /// `FKRNG_EXPECT_FORK_PROTECTION` (scripts/platforms.sh) fails when the protection
 /// found is another.
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", not(miri)))]
 fn madvise_honoured(claim: &str) -> bool {
     // A state mapped through the test hook leaves the process-wide check undone: a read
     // on a fresh thread makes it.
@@ -525,13 +525,13 @@ fn a_thread_state_takes_one_page_and_two_thread_locals() {
         assert_eq!(state_memory(), None, "no storage before the first read");
         crate::fill(&mut [0u8; 16]);
         let m = state_memory().expect("storage after a read");
-        #[cfg(any(target_os = "linux", target_os = "android"))]
+        #[cfg(all(any(target_os = "linux", target_os = "android"), not(miri)))]
         assert_eq!(
             m.storage,
             crate::memory::page_size(),
             "one page per state: {m:?}"
         );
-        #[cfg(not(any(target_os = "linux", target_os = "android")))]
+        #[cfg(any(not(any(target_os = "linux", target_os = "android")), miri))]
         assert_eq!(
             m.storage, m.state,
             "one allocation of the state's size: {m:?}"
