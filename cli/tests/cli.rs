@@ -540,7 +540,22 @@ fn help_explains_every_option() {
     assert!(out.status.success());
     let help = stdout_text(&out);
     for needle in [
-        "--hex", "--base64", "--raw", "COUNT", "KiB", "GiB", "KB", "status", "-hex",
+        "--hex",
+        "--base64",
+        "--raw",
+        "COUNT",
+        "KiB",
+        "GiB",
+        "KB",
+        "status",
+        "-hex",
+        "--out",
+        "-out",
+        "0600",
+        "terminal",
+        "/dev/null",
+        "-rand",
+        "-provider-path",
     ] {
         assert!(help.contains(needle), "--help lacks {needle}");
     }
