@@ -4,8 +4,15 @@
 //! target `fuzz/fuzz_targets/cli_args.rs` can drive it without running the tool.
 //!
 //! Rules beyond clap's own:
-//! - openssl's single-dash spellings `-hex`, `-base64` and `-raw` are aliases of the
-//!   double-dash flags (so `fkrng -hex 32` does what `openssl rand -hex 32` does);
+//! - openssl's single-dash spellings `-hex`, `-base64`, `-raw` and `-out` are aliases of
+//!   the double-dash flags (so `fkrng -hex 32` does what `openssl rand -hex 32` does);
+//!   openssl's other options (`-rand`, `-writerand`, `-engine`, `-provider`,
+//!   `-provider-path`, `-propquery`), with one dash or two, are an error that says so;
+//! - `--out` needs a COUNT and a format (the file is replaced only when complete, and
+//!   openssl would write raw bytes where this tool's default is hex);
+//! - without a format flag the request says so ([`Request::format_given`]): the caller
+//!   writes hex only to a terminal or `/dev/null` and refuses anything else
+//!   ([`Error::no_format`]);
 //! - `--help` and `--version` print to stdout only when they are the whole command line;
 //!   with anything else (`fkrng -h 32`, `fkrng -hx 32`) they are an error;
 //! - an argument that starts with a dash look-alike (an em dash from a word processor) is an
@@ -15,6 +22,7 @@
 use clap::{ArgGroup, CommandFactory, Parser};
 use std::ffi::{OsStr, OsString};
 use std::fmt;
+use std::path::PathBuf;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -24,11 +32,23 @@ use std::fmt;
     after_help = "COUNT is a whole number of bytes, optionally with a suffix read as GNU head \
                   and dd read it: K, k or KiB = 1024 and KB or kB = 1000 bytes; likewise \
                   M/MiB/MB, G/GiB/GB, T/TiB/TB, P/PiB/PB and E/EiB/EB; B = 1 byte. A COUNT of \
-                  0 writes nothing. Without a format, --hex is used; openssl's spellings -hex, \
-                  -base64 and -raw work too. --help and --version work only alone. Exit \
-                  status: 0 on success or when the reader closes the pipe, 1 when the OS \
-                  random source or the output fails (also a closed stdout), 2 for bad \
-                  arguments.",
+                  0 writes nothing.\n\n\
+                  Without a format flag, hex is written to a terminal (or /dev/null); to \
+                  anything else (a pipe, a file, --out) the tool refuses, since openssl rand \
+                  writes raw bytes there: say --hex or --raw.\n\n\
+                  --out FILE writes to a temporary file (mode 0600) in FILE's directory and \
+                  renames it over FILE once it is complete and on disk, so a failed run \
+                  leaves an existing FILE as it was; the new FILE has mode 0600. A FILE that \
+                  exists and is not a regular file (/dev/null, a FIFO) is written in place. \
+                  --out needs a COUNT.\n\n\
+                  openssl's spellings -hex, -base64, -raw and -out work too; its -rand, \
+                  -writerand, -engine, -provider, -provider-path and -propquery are refused. \
+                  --help and --version work only alone.\n\n\
+                  Exit status: 0 on success, also when the reader closes the pipe early and \
+                  when stdout is /dev/null (however it was opened); 1 when the OS random \
+                  source or the output fails (also a stdout that was closed when fkrng \
+                  started: \"Bad file descriptor\", and a FILE that cannot be written); 2 for \
+                  bad arguments.",
     disable_help_flag = true,
     disable_version_flag = true,
     group(ArgGroup::new("format").args(["hex", "base64", "raw"]).multiple(false))
@@ -43,6 +63,9 @@ struct Args {
     /// Raw bytes. Without COUNT, writes until stdout is closed.
     #[arg(long)]
     raw: bool,
+    /// Write to FILE (mode 0600, replaced only once complete) instead of stdout.
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
     /// Print help (only as the sole argument).
     #[arg(short, long)]
     help: bool,
@@ -65,12 +88,17 @@ pub enum Format {
     Raw,
 }
 
-/// What the command line asks for: a format and a byte count (`None`: raw until stdout
-/// closes).
+/// What the command line asks for: a format, a byte count (`None`: raw until stdout
+/// closes) and where to write.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Request {
+    /// The format given, or [`Format::Hex`] when none was.
     pub format: Format,
+    /// Whether a format flag was given; without one, hex may go only to a terminal.
+    pub format_given: bool,
     pub count: Option<u64>,
+    /// `--out FILE`: the file to write instead of stdout (always with a COUNT and a format).
+    pub out: Option<PathBuf>,
 }
 
 /// What to do: write random bytes, or print the help or version text.
@@ -94,6 +122,17 @@ impl Error {
         Self {
             message: message.into(),
         }
+    }
+
+    /// No format flag and an output that is neither a terminal nor `/dev/null`: hex kept
+    /// there would differ from what `openssl rand` writes (raw bytes), so the user has to
+    /// say which. (Used by the tool, not by the fuzz target, which builds this file too.)
+    #[allow(dead_code)]
+    pub fn no_format() -> Self {
+        Self::new(
+            "no format given and stdout is not a terminal; say --raw for raw bytes (what \
+             openssl rand writes) or --hex",
+        )
     }
 
     /// The message alone (one line, no "error: " prefix), for tests and the fuzz target.
@@ -121,12 +160,35 @@ impl fmt::Display for Error {
 }
 
 /// openssl's single-dash spellings and the flags they stand for.
-const OPENSSL_ALIASES: [(&str, &str); 4] = [
+const OPENSSL_ALIASES: [(&str, &str); 5] = [
     ("-hex", "--hex"),
     ("-base64", "--base64"),
     ("-raw", "--raw"),
+    ("-out", "--out"),
     ("-help", "--help"),
 ];
+
+/// `openssl rand` options this tool does not have: it seeds from the OS alone and has one
+/// generator.
+const OPENSSL_ONLY: [&str; 6] = [
+    "rand",
+    "writerand",
+    "engine",
+    "provider",
+    "provider-path",
+    "propquery",
+];
+
+/// An error for one of openssl's options this tool lacks (`-rand`, `--engine`,
+/// `--provider=x`, ...), or `None`.
+fn openssl_only(arg: &OsStr) -> Option<Error> {
+    let text = arg.to_str()?;
+    let name = text.strip_prefix("--").or_else(|| text.strip_prefix('-'))?;
+    let name = name.split_once('=').map_or(name, |(n, _)| n);
+    OPENSSL_ONLY
+        .contains(&name)
+        .then(|| Error::new(format!("openssl's -{name} is not supported")))
+}
 
 /// Characters that look like a hyphen-minus but are not one: what word processors and some
 /// keyboards put in place of `-` or `--`.
@@ -142,7 +204,7 @@ const DASH_LOOKALIKES: [(char, &str); 8] = [
 ];
 
 /// The flag names an argument may have meant, for hints.
-const FLAG_NAMES: [&str; 5] = ["hex", "base64", "raw", "help", "version"];
+const FLAG_NAMES: [&str; 6] = ["hex", "base64", "raw", "out", "help", "version"];
 
 /// An error for an argument that begins with a dash look-alike, naming the flag it meant
 /// (or the `--` form in general), or `None` for an ordinary argument.
@@ -171,8 +233,13 @@ fn expand_aliases(args: impl IntoIterator<Item = OsString>) -> Result<Vec<OsStri
         if i > 0 && !options_end {
             if arg == "--" {
                 options_end = true;
+            } else if let Some(e) = openssl_only(&arg) {
+                return Err(e);
             } else if let Some(&(_, flag)) = OPENSSL_ALIASES.iter().find(|(a, _)| arg == *a) {
                 out.push(flag.into());
+                continue;
+            } else if let Some(file) = arg.to_str().and_then(|a| a.strip_prefix("-out=")) {
+                out.push(format!("--out={file}").into());
                 continue;
             } else if let Some(e) = lookalike_dash(&arg) {
                 return Err(e);
@@ -211,9 +278,10 @@ fn from_clap(e: &clap::Error) -> Error {
 /// Parses an argument list whose first item is the program name.
 ///
 /// # Errors
-/// [`Error`] for unknown flags, two formats, a bad COUNT, a missing COUNT with
-/// `--hex`/`--base64`, `--help` or `--version` together with other arguments, and
-/// arguments that begin with a dash look-alike.
+/// [`Error`] for unknown flags and openssl's options this tool lacks, two formats, a bad
+/// COUNT, a missing COUNT with `--hex`/`--base64`/`--out`, `--out` without a format,
+/// `--help` or `--version` together with other arguments, and arguments that begin with a
+/// dash look-alike.
 pub fn parse_from<I, T>(args: I) -> Result<Command, Error>
 where
     I: IntoIterator<Item = T>,
@@ -249,6 +317,21 @@ where
     } else {
         Format::Hex
     };
+    let format_given = args.hex || args.base64 || args.raw;
+    if args.out.is_some() {
+        if args.count.is_none() {
+            return Err(Error::new(
+                "--out needs a COUNT: the file is replaced only once complete, e.g. \
+                 'fkrng --raw --out key.bin 32'",
+            ));
+        }
+        if !format_given {
+            return Err(Error::new(
+                "--out needs a format: --raw for raw bytes (what openssl rand -out writes) \
+                 or --hex",
+            ));
+        }
+    }
     if args.count.is_none() && format != Format::Raw {
         let message = match (args.hex, args.base64) {
             (true, _) => "--hex needs a COUNT: how many random bytes, e.g. 'fkrng --hex 32'",
@@ -259,7 +342,9 @@ where
     }
     Ok(Command::Write(Request {
         format,
+        format_given,
         count: args.count,
+        out: args.out,
     }))
 }
 
@@ -271,13 +356,28 @@ mod tests {
         parse_from(std::iter::once("fkrng").chain(a.iter().copied()))
     }
 
+    /// A request with the format given and no `--out`.
     fn write(format: Format, count: Option<u64>) -> Result<Command, Error> {
-        Ok(Command::Write(Request { format, count }))
+        Ok(Command::Write(Request {
+            format,
+            format_given: true,
+            count,
+            out: None,
+        }))
     }
 
     #[test]
     fn formats_and_counts() {
-        assert_eq!(parse(&["32"]), write(Format::Hex, Some(32)));
+        assert_eq!(
+            parse(&["32"]),
+            Ok(Command::Write(Request {
+                format: Format::Hex,
+                format_given: false,
+                count: Some(32),
+                out: None,
+            }))
+        );
+        assert_eq!(parse(&["--hex", "32"]), write(Format::Hex, Some(32)));
         assert_eq!(
             parse(&["--base64", "1KiB"]),
             write(Format::Base64, Some(1024))
@@ -292,6 +392,72 @@ mod tests {
         assert_eq!(parse(&["-base64", "32"]), write(Format::Base64, Some(32)));
         assert_eq!(parse(&["-raw", "4"]), write(Format::Raw, Some(4)));
         assert_eq!(parse(&["32", "-hex"]), write(Format::Hex, Some(32)));
+    }
+
+    #[test]
+    fn out_takes_a_file_with_one_or_two_dashes() {
+        for args in [
+            &["-out", "k.bin", "--raw", "32"][..],
+            &["--out", "k.bin", "--raw", "32"],
+            &["--out=k.bin", "-raw", "32"],
+            &["-out=k.bin", "-raw", "32"],
+            &["--raw", "32", "-out", "k.bin"],
+        ] {
+            assert_eq!(
+                parse(args),
+                Ok(Command::Write(Request {
+                    format: Format::Raw,
+                    format_given: true,
+                    count: Some(32),
+                    out: Some(PathBuf::from("k.bin")),
+                })),
+                "{args:?}"
+            );
+        }
+        let hex = parse(&["--hex", "--out", "k.txt", "16"]);
+        assert!(
+            matches!(&hex, Ok(Command::Write(r)) if r.format == Format::Hex && r.out.is_some()),
+            "{hex:?}"
+        );
+    }
+
+    #[test]
+    fn out_needs_a_count_and_a_format() {
+        let e = parse(&["--raw", "--out", "k.bin"]).unwrap_err();
+        assert!(e.message().starts_with("--out needs a COUNT"), "{e}");
+        let e = parse(&["--out", "k.bin", "32"]).unwrap_err();
+        assert!(e.message().starts_with("--out needs a format"), "{e}");
+        assert!(
+            e.message().contains("--raw") && e.message().contains("--hex"),
+            "{e}"
+        );
+        let e = parse(&["-out", "k.bin"]).unwrap_err();
+        assert!(e.message().starts_with("--out needs a COUNT"), "{e}");
+    }
+
+    #[test]
+    fn openssl_only_options_say_so() {
+        for (arg, name) in [
+            ("-rand", "rand"),
+            ("--rand", "rand"),
+            ("-writerand", "writerand"),
+            ("-engine", "engine"),
+            ("-provider", "provider"),
+            ("--provider=default", "provider"),
+            ("-provider-path", "provider-path"),
+            ("-propquery", "propquery"),
+        ] {
+            let e = parse(&["--raw", arg, "x", "32"]).unwrap_err();
+            assert_eq!(
+                e.message(),
+                format!("openssl's -{name} is not supported"),
+                "{arg}"
+            );
+        }
+        // After `--` they are arguments, and so a bad COUNT.
+        let e = parse(&["--raw", "--", "-rand"]).unwrap_err();
+        assert!(e.message().contains("-rand"), "{e}");
+        assert!(!e.message().contains("openssl"), "{e}");
     }
 
     #[test]
@@ -374,6 +540,9 @@ mod tests {
             &["--hex", "--", "-4"],
             &["8", "9"],
             &["--hex=4"],
+            &["-rand", "f", "32"],
+            &["--out", "f", "32"],
+            &["--out", "f", "--raw"],
         ] {
             let e = parse(bad).unwrap_err();
             assert!(

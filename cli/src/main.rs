@@ -5,16 +5,21 @@
 //! fkrng --base64 48       # 64 base64 characters and a newline
 //! fkrng --raw 1GiB > f    # raw bytes
 //! fkrng --raw | head -c 100   # raw bytes until stdout closes
+//! fkrng --raw --out key.bin 32   # a new 0600 file, replacing key.bin once complete
+//! fkrng 16                # hex, but only to a terminal (or /dev/null); else say the format
 //! ```
 //!
-//! Exit status: 0 on success (also when the reader closes the pipe early), 1 when the OS
-//! random source or the output fails (also when stdout was closed), 2 for bad arguments.
+//! Exit status: 0 on success (also when the reader closes the pipe early, and with stdout
+//! on `/dev/null`), 1 when the OS random source or the output fails (also when stdout was
+//! closed at start), 2 for bad arguments (also no format flag with an output that is not a
+//! terminal or `/dev/null`).
 
 mod args;
+mod file;
 mod output;
 mod size;
 
-use args::{Command, Format};
+use args::{Command, Format, Request};
 use base64::Engine as _;
 use std::io::{self, Write};
 use std::process::ExitCode;
@@ -24,37 +29,68 @@ use zeroize::Zeroize;
 /// of 64 for the generator's direct path).
 const CHUNK: usize = 768 * 1024;
 
+/// Why a run failed: bad arguments (status 2) or a failed output or random source (1).
+enum Failure {
+    Usage(args::Error),
+    Io(io::Error),
+}
+
+impl From<io::Error> for Failure {
+    fn from(e: io::Error) -> Self {
+        Self::Io(e)
+    }
+}
+
 fn main() -> ExitCode {
-    let command = match args::parse_from(std::env::args_os()) {
-        Ok(command) => command,
-        Err(e) => {
-            eprint!("{}", e.render());
-            return ExitCode::from(2);
-        }
-    };
-    let result = output::Stdout::open()
-        .map_err(write_error)
-        .and_then(|mut out| match command {
-            Command::Print(text) => out.write_all(text.as_bytes()).map_err(write_error),
-            Command::Write(request) => {
-                let mut buffers = Buffers::new();
-                stream(request.format, request.count, &mut out, &mut buffers)
-            }
-        });
+    let result = args::parse_from(std::env::args_os())
+        .map_err(Failure::Usage)
+        .and_then(run);
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
-        Err(e) => {
+        Err(Failure::Io(e)) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(Failure::Io(e)) => {
             eprintln!("fkrng: {e}");
             ExitCode::FAILURE
+        }
+        Err(Failure::Usage(e)) => {
+            eprint!("{}", e.render());
+            ExitCode::from(2)
         }
     }
 }
 
-/// A failure of stdout, said as such ("standard output: Bad file descriptor (os error 9)"),
-/// keeping its kind (a closed pipe is not an error).
-fn write_error(e: io::Error) -> io::Error {
-    io::Error::new(e.kind(), format!("standard output: {e}"))
+/// Carries out `command`: prints the text, or writes the random bytes to `--out`'s file or
+/// to stdout (hex without a format flag only when stdout is a terminal or `/dev/null`).
+fn run(command: Command) -> Result<(), Failure> {
+    match command {
+        Command::Print(text) => {
+            let mut out = output::Stdout::open().map_err(output::stdout_error)?;
+            out.write_all(text.as_bytes())?;
+        }
+        Command::Write(Request {
+            format,
+            count,
+            out: Some(path),
+            ..
+        }) => {
+            let mut out = file::OutFile::create(&path)?;
+            stream(format, count, &mut out, &mut Buffers::new())?;
+            out.commit()?;
+        }
+        Command::Write(Request {
+            format,
+            format_given,
+            count,
+            out: None,
+        }) => {
+            let mut out = output::Stdout::open().map_err(output::stdout_error)?;
+            if !format_given && !out.shows_or_discards() {
+                return Err(Failure::Usage(args::Error::no_format()));
+            }
+            stream(format, count, &mut out, &mut Buffers::new())?;
+        }
+    }
+    Ok(())
 }
 
 /// The two buffers of a run: `CHUNK` random bytes and their text form (hex needs two
@@ -89,7 +125,7 @@ impl Drop for Buffers {
 ///
 /// # Errors
 /// The OS random source's error ([`fkrng::Error`], whose message names the source) or the
-/// write's error.
+/// write's error (which `out` words as its own, naming stdout or the file).
 fn stream(
     format: Format,
     count: Option<u64>,
@@ -108,11 +144,11 @@ fn stream(
             fkrng::try_fill(random)
                 .map_err(io::Error::other)
                 .and_then(|()| match format {
-                    Format::Raw => out.write_all(random).map_err(write_error),
+                    Format::Raw => out.write_all(random),
                     Format::Hex => {
                         let text = &mut buffers.text[..2 * n];
                         hex::encode_to_slice(&*random, text).expect("2 digits per byte");
-                        let written = out.write_all(text).map_err(write_error);
+                        let written = out.write_all(text);
                         text.zeroize();
                         written
                     }
@@ -121,7 +157,7 @@ fn stream(
                             .encode_slice(&*random, &mut buffers.text)
                             .expect("text buffer holds 4/3 of a chunk");
                         let text = &mut buffers.text[..len];
-                        let written = out.write_all(text).map_err(write_error);
+                        let written = out.write_all(text);
                         text.zeroize();
                         written
                     }
@@ -133,7 +169,7 @@ fn stream(
         }
     }
     if format != Format::Raw && count != Some(0) {
-        out.write_all(b"\n").map_err(write_error)?;
+        out.write_all(b"\n")?;
     }
     Ok(())
 }

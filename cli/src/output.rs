@@ -2,18 +2,23 @@
 //! and waited on when it is non-blocking.
 //!
 //! **A closed stdout.** When a Unix program starts with fd 0, 1 or 2 closed, the Rust
-//! runtime opens `/dev/null` in its place before `main` runs (so that a later `open` cannot
-//! land on a standard descriptor); writes then "succeed" into nothing. `head -c 16 >&-` and
-//! `openssl rand 16 >&-` fail with "Bad file descriptor"; so does this tool. The runtime
-//! opens that `/dev/null` read-write (`O_RDWR`), while a shell's `> /dev/null` opens it
-//! write-only (`O_WRONLY`, with `O_TRUNC`). So fd 1 is taken as closed when it is the
-//! `/dev/null` character device *and* open read-write.
+//! runtime opens `/dev/null` in its place (read-write) before `main` runs, so that a later
+//! `open` cannot land on a standard descriptor; writes would then "succeed" into nothing.
+//! `head -c 16 >&-` and `openssl rand 16 >&-` fail with "Bad file descriptor"; so does this
+//! tool. The runtime's substitution happens in `std::rt::init`, called from the `main` that
+//! the compiler generates, after the C library has run the executable's constructors. A
+//! constructor of this module (in `.init_array`) therefore sees fd 1 as
+//! the caller left it and records whether it was open ([`F_GETFD`](libc::F_GETFD) fails
+//! only on a closed descriptor). A stdout that was open at start is written to whatever it
+//! is: also `/dev/null` opened read-write, which is what Python's `subprocess.DEVNULL`,
+//! Node's `stdio: 'ignore'` and `daemon(3)` hand a child (the output is discarded, exit 0).
 //!
-//! Limits of that rule: a stdout deliberately opened read-write on `/dev/null` (`1<>
-//! /dev/null`, or inherited from a daemon that pointed its descriptors at `/dev/null` with
-//! `daemon(3)`) is also refused; nothing is lost but output nobody could read. On platforms
-//! where the runtime does not substitute closed descriptors, a closed fd 1 already fails to
-//! duplicate with `EBADF`.
+//! Where the constructor does not run (targets that are not ELF, such as macOS, or should
+//! it ever be left out), the tool falls back to a rule that needs no record: fd 1 is taken
+//! as closed when it is the `/dev/null` character device opened read-write (the runtime's
+//! stand-in), while a shell's `> /dev/null` opens it write-only. That fallback also refuses
+//! a `/dev/null` a launcher opened read-write. On platforms where the runtime does not
+//! substitute closed descriptors, a closed fd 1 already fails to duplicate with `EBADF`.
 //!
 //! **A non-blocking stdout.** A pipe or terminal whose open file description has
 //! `O_NONBLOCK` set (by this process's parent or a sibling sharing it) makes a write that
@@ -25,6 +30,58 @@ use std::fs::File;
 use std::io::{self, Write};
 use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::sync::atomic::{AtomicU8, Ordering};
+
+/// fd 1 at process start: not recorded (the constructor did not run).
+const NOT_RECORDED: u8 = 0;
+/// fd 1 at process start: open.
+const WAS_OPEN: u8 = 1;
+/// fd 1 at process start: closed.
+const WAS_CLOSED: u8 = 2;
+
+/// What the constructor saw of fd 1 before the runtime's initialisation.
+static STDOUT_AT_START: AtomicU8 = AtomicU8::new(NOT_RECORDED);
+
+/// The constructor that fills [`STDOUT_AT_START`], on ELF targets.
+#[cfg(any(
+    target_os = "linux",
+    target_os = "android",
+    target_os = "freebsd",
+    target_os = "netbsd",
+    target_os = "openbsd",
+    target_os = "dragonfly",
+    target_os = "illumos",
+    target_os = "solaris"
+))]
+mod record {
+    use super::{Ordering, STDOUT_AT_START, WAS_CLOSED, WAS_OPEN};
+
+    /// Records whether fd 1 is open. Runs before `main`, and so before the Rust runtime
+    /// replaces a closed fd 1 with `/dev/null`; it uses nothing of the runtime.
+    extern "C" fn record_stdout() {
+        // SAFETY: F_GETFD on fd 1 only reads that descriptor's flags; no pointers are
+        // passed, and it fails (with EBADF) only when fd 1 is not open.
+        let flags = unsafe { libc::fcntl(libc::STDOUT_FILENO, libc::F_GETFD) };
+        let state = if flags == -1 { WAS_CLOSED } else { WAS_OPEN };
+        STDOUT_AT_START.store(state, Ordering::Relaxed);
+    }
+
+    /// [`record_stdout`] in the executable's `.init_array`, whose functions the C
+    /// library's startup code runs before `main`.
+    #[used]
+    #[unsafe(link_section = ".init_array")]
+    static RECORD_STDOUT: extern "C" fn() = record_stdout;
+}
+
+/// Whether fd 1 was closed when the process started: `Some` when the constructor recorded
+/// it, `None` where it did not run.
+fn stdout_closed_at_start() -> Option<bool> {
+    match STDOUT_AT_START.load(Ordering::Relaxed) {
+        WAS_OPEN => Some(false),
+        WAS_CLOSED => Some(true),
+        _ => None,
+    }
+}
 
 /// The process's stdout as an unbuffered writer that waits out `EAGAIN`.
 pub struct Stdout {
@@ -36,13 +93,24 @@ impl Stdout {
     ///
     /// # Errors
     /// `EBADF` ("Bad file descriptor") when the caller closed stdout (see the module
-    /// documentation for how that is told apart from `> /dev/null`), or the error of `dup`.
+    /// documentation for how that is told apart from a `/dev/null` stdout), or the error of
+    /// `dup`.
     pub fn open() -> io::Result<Self> {
+        if stdout_closed_at_start() == Some(true) {
+            return Err(io::Error::from_raw_os_error(libc::EBADF));
+        }
         let file = File::from(io::stdout().as_fd().try_clone_to_owned()?);
-        if is_runtime_dev_null(&file)? {
+        if stdout_closed_at_start().is_none() && is_runtime_dev_null(&file)? {
             return Err(io::Error::from_raw_os_error(libc::EBADF));
         }
         Ok(Self { file })
+    }
+
+    /// Whether stdout is a terminal or `/dev/null`: where hex, the format without a flag,
+    /// leaves nothing behind that differs from what `openssl rand` would have written.
+    pub fn shows_or_discards(&self) -> bool {
+        use std::io::IsTerminal;
+        self.file.is_terminal() || is_dev_null(&self.file).unwrap_or(false)
     }
 
     /// Blocks until the descriptor is writable (or has an error or hang-up, which the next
@@ -68,11 +136,17 @@ impl Stdout {
 }
 
 impl Write for Stdout {
+    /// Writes as `write(2)` does, waiting out `EAGAIN`; an error says that it is standard
+    /// output's ("standard output: Bad file descriptor (os error 9)") and keeps its kind (a
+    /// closed pipe is not an error to the caller).
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         loop {
             match self.file.write(buf) {
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.wait_writable()?,
-                other => return other,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.wait_writable().map_err(stdout_error)?;
+                }
+                Err(e) => return Err(stdout_error(e)),
+                ok => return ok,
             }
         }
     }
@@ -82,9 +156,13 @@ impl Write for Stdout {
     }
 }
 
-/// Whether `file` is `/dev/null` opened read-write: the runtime's stand-in for a closed
-/// standard descriptor.
-fn is_runtime_dev_null(file: &File) -> io::Result<bool> {
+/// A failure of stdout, said as such, with its kind kept.
+pub fn stdout_error(e: io::Error) -> io::Error {
+    io::Error::new(e.kind(), format!("standard output: {e}"))
+}
+
+/// Whether `file` is the `/dev/null` character device.
+fn is_dev_null(file: &File) -> io::Result<bool> {
     let meta = file.metadata()?;
     if !meta.file_type().is_char_device() {
         return Ok(false);
@@ -92,7 +170,13 @@ fn is_runtime_dev_null(file: &File) -> io::Result<bool> {
     let Ok(null) = std::fs::metadata("/dev/null") else {
         return Ok(false);
     };
-    if !null.file_type().is_char_device() || meta.rdev() != null.rdev() {
+    Ok(null.file_type().is_char_device() && meta.rdev() == null.rdev())
+}
+
+/// Whether `file` is `/dev/null` opened read-write: the runtime's stand-in for a closed
+/// standard descriptor (and what launchers that discard output open).
+fn is_runtime_dev_null(file: &File) -> io::Result<bool> {
+    if !is_dev_null(file)? {
         return Ok(false);
     }
     // SAFETY: F_GETFL on a descriptor this function borrows; no pointers are passed.

@@ -1,5 +1,6 @@
-//! The `fkrng` command-line tool: output lengths per format, streaming into a closed pipe,
-//! a closed or non-blocking stdout, and every kind of bad input.
+//! The `fkrng` command-line tool: output lengths per format, the format rule without a flag,
+//! `--out`, streaming into a closed pipe, a closed, `/dev/null` or non-blocking stdout, and
+//! every kind of bad input.
 
 use std::io::Read;
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
@@ -46,11 +47,95 @@ fn hex_lengths() {
     }
 }
 
+/// Without a format flag, output to a pipe is refused (openssl would write raw bytes
+/// there), with a message that names both flags, and nothing on stdout.
 #[test]
-fn default_format_is_hex() {
-    let out = fkrng(&["16"]);
-    assert!(out.status.success());
-    assert_eq!(stdout_text(&out).trim_end().len(), 32);
+fn no_format_to_a_pipe_is_refused() {
+    for args in [&["16"][..], &["32"], &["0"]] {
+        let out = fkrng(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?} wrote {:?}", out.stdout);
+        let lines: Vec<&str> = err.lines().filter(|l| !l.is_empty()).collect();
+        assert_eq!(
+            lines[0],
+            "error: no format given and stdout is not a terminal; say --raw for raw bytes \
+             (what openssl rand writes) or --hex",
+            "{args:?}"
+        );
+        assert_eq!(lines.len(), 3, "{err}");
+        assert!(lines[1].starts_with("Usage: fkrng "), "{err}");
+    }
+}
+
+/// A pseudo-terminal: the controlling side and the terminal's own side.
+fn pty() -> (std::fs::File, std::fs::File) {
+    use std::ffi::CStr;
+    use std::os::fd::FromRawFd;
+    // SAFETY: posix_openpt returns a new descriptor (owned by the File below) or -1;
+    // grantpt/unlockpt/ptsname_r act on that descriptor, ptsname_r writing at most
+    // `name.len()` bytes into `name`, which stays alive for the call.
+    let (master, slave_name) = unsafe {
+        let fd = libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY);
+        assert!(fd >= 0, "posix_openpt: {}", std::io::Error::last_os_error());
+        let master = std::fs::File::from_raw_fd(fd);
+        assert_eq!(libc::grantpt(fd), 0);
+        assert_eq!(libc::unlockpt(fd), 0);
+        let mut name = [0 as libc::c_char; 128];
+        assert_eq!(libc::ptsname_r(fd, name.as_mut_ptr(), name.len()), 0);
+        let name = CStr::from_ptr(name.as_ptr()).to_str().unwrap().to_owned();
+        (master, name)
+    };
+    let slave = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(slave_name)
+        .expect("open the terminal side");
+    (master, slave)
+}
+
+/// Without a format flag, a terminal gets hex: 32 digits for 16 bytes, then the newline
+/// (which the terminal shows as CR LF).
+#[test]
+fn no_format_to_a_terminal_is_hex() {
+    let (mut master, slave) = pty();
+    let mut child = tool()
+        .arg("16")
+        .stdin(Stdio::null())
+        .stdout(slave)
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn fkrng");
+    let status = wait_or_kill(&mut child);
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert_eq!(status.code(), Some(0), "{err}");
+    // The terminal side is closed now: the controlling side reads what is buffered, then
+    // fails with EIO.
+    let mut got = Vec::new();
+    let mut buf = [0u8; 256];
+    loop {
+        match master.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) if e.raw_os_error() == Some(libc::EIO) => break,
+            Err(e) => panic!("read the terminal: {e}"),
+        }
+    }
+    let text = std::str::from_utf8(&got).expect("text");
+    assert_eq!(text.len(), 34, "{text:?}");
+    assert!(text.ends_with("\r\n"), "{text:?}");
+    assert!(
+        text[..32]
+            .bytes()
+            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()),
+        "{text:?}"
+    );
 }
 
 #[test]
@@ -160,6 +245,10 @@ fn bad_input_is_a_short_error_with_status_2() {
         &["-V", "32"],                      // version with other arguments
         &["\u{2014}hex", "32"],             // an em dash for --
         &["-hexx", "32"],                   // not an openssl spelling
+        &["--out", "f", "32"],              // --out without a format
+        &["--raw", "--out", "f"],           // --out without a count
+        &["-out"],                          // --out without a file
+        &["-rand", "f", "--raw", "32"],     // an openssl option fkrng lacks
     ];
     for args in cases {
         let out = fkrng(args);
@@ -188,6 +277,31 @@ fn openssl_spellings_work() {
         assert_eq!(out.status.code(), Some(0), "{args:?}");
         assert_eq!(out.stdout.len(), len, "{args:?}");
         assert!(out.stderr.is_empty(), "{args:?}");
+    }
+}
+
+/// openssl's options that fkrng lacks are named in the message, with one dash or two.
+#[test]
+fn openssl_only_options_are_refused_by_name() {
+    for (args, name) in [
+        (&["-rand", "/dev/urandom", "-hex", "32"][..], "rand"),
+        (&["-writerand", "seed", "-hex", "32"], "writerand"),
+        (&["-hex", "32", "-engine", "rdrand"], "engine"),
+        (&["-provider", "default", "-raw", "8"], "provider"),
+        (&["-provider-path", "/x", "-raw", "8"], "provider-path"),
+        (&["-propquery", "fips=yes", "-raw", "8"], "propquery"),
+        (&["--rand=/dev/urandom", "--raw", "8"], "rand"),
+    ] {
+        let out = fkrng(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+        assert_eq!(
+            err.lines().next(),
+            Some(format!("error: openssl's -{name} is not supported").as_str()),
+            "{args:?}: {err}"
+        );
+        assert!(err.contains("For more information, try '--help'."), "{err}");
     }
 }
 
@@ -272,13 +386,105 @@ fn closed_stdout_is_an_error() {
     }
 }
 
+/// `/dev/null` as stdout, opened write-only as a shell's `>` opens it or read-write as
+/// launchers that discard output (`1<>`, Python's `subprocess.DEVNULL`, `daemon(3)`) open
+/// it: the output is discarded and the status is 0, also without a format flag.
 #[test]
 fn dev_null_stdout_still_works() {
-    for args in [&["16"][..], &["--raw", "16MiB"]] {
-        let (status, err) = fkrng_redirected("> /dev/null", args);
-        assert_eq!(status.code(), Some(0), "{args:?} > /dev/null: {err}");
-        assert!(err.is_empty(), "{args:?} > /dev/null: {err}");
+    for redirect in ["> /dev/null", "1<> /dev/null"] {
+        for args in [
+            &["16"][..],
+            &["--hex", "16"],
+            &["--raw", "16MiB"],
+            &["--help"],
+        ] {
+            let (status, err) = fkrng_redirected(redirect, args);
+            assert_eq!(status.code(), Some(0), "{args:?} {redirect}: {err}");
+            assert!(err.is_empty(), "{args:?} {redirect}: {err}");
+        }
     }
+}
+
+/// The same with `/dev/null` opened read-write by this process and handed over as fd 1,
+/// checked to really be read-write.
+#[test]
+fn read_write_dev_null_from_a_launcher() {
+    use std::os::fd::AsRawFd;
+    let null = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/null")
+        .expect("open /dev/null");
+    // SAFETY: F_GETFL on a descriptor `null` owns; no pointers.
+    let flags = unsafe { libc::fcntl(null.as_raw_fd(), libc::F_GETFL) };
+    assert_eq!(flags & libc::O_ACCMODE, libc::O_RDWR);
+    for args in [&["--raw", "1MiB"][..], &["--base64", "32"], &["32"]] {
+        let out = tool()
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(null.try_clone().unwrap())
+            .stderr(Stdio::piped())
+            .output()
+            .expect("run fkrng");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+        assert!(err.is_empty(), "{args:?}: {err}");
+    }
+}
+
+/// Python's `subprocess.run(..., stdout=subprocess.DEVNULL)`, when python3 is installed.
+#[test]
+fn python_devnull_launch() {
+    if Command::new("python3").arg("--version").output().is_err() {
+        println!("python3 not found; skipping the Python launcher check");
+        return;
+    }
+    let mut argv = vec![env!("CARGO_BIN_EXE_fkrng").to_owned()];
+    let runner = fkrng_test_support::runner::emulator();
+    let mut full: Vec<String> = runner.split_whitespace().map(str::to_owned).collect();
+    full.append(&mut argv);
+    full.extend(["--hex".to_owned(), "32".to_owned()]);
+    let out = Command::new("python3")
+        .arg("-c")
+        .arg(
+            "import subprocess, sys\n\
+             r = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL)\n\
+             print(r.returncode)",
+        )
+        .args(&full)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run python3");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert_eq!(stdout_text(&out), "0\n", "{err}");
+    assert!(err.is_empty(), "{err}");
+}
+
+/// A stdout closed before exec with `pre_exec` (not through a shell) is refused too.
+#[test]
+fn stdout_closed_before_exec_is_an_error() {
+    use std::os::unix::process::CommandExt;
+    let mut command = tool();
+    command
+        .args(["--hex", "16"])
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped());
+    // SAFETY: the closure runs in the child between fork and exec and calls only close(2),
+    // which is async-signal-safe.
+    unsafe {
+        command.pre_exec(|| {
+            libc::close(1);
+            Ok(())
+        });
+    }
+    let out = command.output().expect("run fkrng");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(
+        err,
+        "fkrng: standard output: Bad file descriptor (os error 9)\n"
+    );
 }
 
 /// A non-blocking pipe as stdout, read slowly: the tool waits for room instead of failing
@@ -334,7 +540,22 @@ fn help_explains_every_option() {
     assert!(out.status.success());
     let help = stdout_text(&out);
     for needle in [
-        "--hex", "--base64", "--raw", "COUNT", "KiB", "GiB", "KB", "status", "-hex",
+        "--hex",
+        "--base64",
+        "--raw",
+        "COUNT",
+        "KiB",
+        "GiB",
+        "KB",
+        "status",
+        "-hex",
+        "--out",
+        "-out",
+        "0600",
+        "terminal",
+        "/dev/null",
+        "-rand",
+        "-provider-path",
     ] {
         assert!(help.contains(needle), "--help lacks {needle}");
     }
@@ -356,4 +577,174 @@ fn test_hook_variables_are_ignored() {
     let text = stdout_text(&out);
     assert_eq!(text.trim_end().len(), 16, "{text:?}");
     assert!(out.stderr.is_empty(), "{out:?}");
+}
+
+/// A directory of its own for one test, empty, under the system's temporary directory.
+fn scratch_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("fkrng-cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir(&dir).expect("create the scratch directory");
+    dir
+}
+
+/// The names in `dir`, sorted.
+fn names_in(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .expect("list")
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// `-out`/`--out` writes exactly the bytes asked for to a new file of mode 0600, and
+/// nothing to stdout.
+#[test]
+fn out_writes_a_0600_file() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = scratch_dir("out");
+    for (flag, format, count, len) in [
+        ("-out", "-raw", "32", 32usize),
+        ("--out", "--raw", "1MiB", 1 << 20),
+        ("--out", "--hex", "16", 33),
+        ("-out", "-base64", "48", 65),
+        ("--out", "--raw", "0", 0),
+    ] {
+        let path = dir.join(format!("key{format}{count}"));
+        let out = fkrng(&[format, flag, path.to_str().unwrap(), count]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{flag} {format} {count}: {err}");
+        assert!(out.stdout.is_empty() && err.is_empty(), "{err}");
+        let meta = std::fs::metadata(&path).expect("the file exists");
+        assert_eq!(meta.permissions().mode() & 0o777, 0o600, "{path:?}");
+        let bytes = std::fs::read(&path).unwrap();
+        assert_eq!(bytes.len(), len, "{flag} {format} {count}");
+        if format == "--hex" {
+            assert!(bytes[..32].iter().all(|b| b.is_ascii_hexdigit()));
+            assert_eq!(bytes[32], b'\n');
+        }
+    }
+    // `--out=FILE`, and stdout closed: the file does not need it.
+    let path = dir.join("eq");
+    let (status, err) = fkrng_redirected(
+        ">&-",
+        &["--raw", &format!("--out={}", path.display()), "64"],
+    );
+    assert_eq!(status.code(), Some(0), "{err}");
+    assert_eq!(std::fs::read(&path).unwrap().len(), 64);
+    // No temporary file is left behind.
+    assert!(
+        names_in(&dir).iter().all(|n| !n.ends_with(".tmp")),
+        "{:?}",
+        names_in(&dir)
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// An existing file is replaced by a new one (another inode, mode 0600 though the old
+/// one had 0644), holding only the new bytes.
+#[test]
+fn out_replaces_an_existing_file_whole() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let dir = scratch_dir("replace");
+    let path = dir.join("key.bin");
+    std::fs::write(&path, vec![b'x'; 4096]).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let old = std::fs::metadata(&path).unwrap();
+    let out = fkrng(&["--raw", "--out", path.to_str().unwrap(), "32"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let new = std::fs::metadata(&path).unwrap();
+    assert_ne!(new.ino(), old.ino());
+    assert_eq!(new.permissions().mode() & 0o777, 0o600);
+    let bytes = std::fs::read(&path).unwrap();
+    assert_eq!(bytes.len(), 32);
+    assert_ne!(bytes, vec![b'x'; 32]);
+    assert_eq!(names_in(&dir), ["key.bin"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A write that fails halfway (the file size limit, which binds root too, with SIGXFSZ
+/// ignored so that the write fails with EFBIG) exits 1 naming the path, and leaves the
+/// existing file's bytes and nothing else.
+#[test]
+fn failed_out_write_leaves_the_old_file() {
+    use std::os::unix::process::CommandExt;
+    let dir = scratch_dir("fail");
+    let path = dir.join("key.bin");
+    std::fs::write(&path, b"old key\n").unwrap();
+    let mut command = tool();
+    command
+        .args(["--raw", "--out", path.to_str().unwrap(), "1MiB"])
+        .stdin(Stdio::null());
+    // SAFETY: the closure runs in the child between fork and exec and calls only
+    // signal(2) and setrlimit(2), both async-signal-safe, with a valid rlimit.
+    unsafe {
+        command.pre_exec(|| {
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            let limit = libc::rlimit {
+                rlim_cur: 64 << 10,
+                rlim_max: 64 << 10,
+            };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = command.output().expect("run fkrng");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(
+        err,
+        format!("fkrng: {}: File too large (os error 27)\n", path.display())
+    );
+    assert_eq!(std::fs::read(&path).unwrap(), b"old key\n");
+    assert_eq!(names_in(&dir), ["key.bin"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Outputs that cannot be written: exit 1 with the path in the message, nothing created.
+#[test]
+fn unwritable_out_is_an_error_naming_the_path() {
+    let dir = scratch_dir("unwritable");
+    let missing = dir.join("no-such-dir").join("key.bin");
+    for (path, reason) in [
+        (missing.to_str().unwrap(), "No such file or directory"),
+        (dir.to_str().unwrap(), "Is a directory"),
+        ("/dev/full", "No space left on device"),
+    ] {
+        let out = fkrng(&["--raw", "--out", path, "32"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{path}: {err}");
+        assert!(out.stdout.is_empty(), "{path}");
+        assert!(
+            err.starts_with(&format!("fkrng: {path}: {reason}")),
+            "{path}: {err}"
+        );
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+    assert!(names_in(&dir).is_empty(), "{:?}", names_in(&dir));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `--out` without a format or a count is refused before any file is made.
+#[test]
+fn out_without_format_or_count_makes_no_file() {
+    let dir = scratch_dir("noformat");
+    let path = dir.join("key.bin");
+    let path = path.to_str().unwrap();
+    for (args, start) in [
+        (
+            &["-out", path, "32"][..],
+            "error: --out needs a format: --raw",
+        ),
+        (&["--raw", "--out", path], "error: --out needs a COUNT"),
+    ] {
+        let out = fkrng(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.starts_with(start), "{args:?}: {err}");
+    }
+    assert!(names_in(&dir).is_empty());
+    std::fs::remove_dir_all(&dir).unwrap();
 }

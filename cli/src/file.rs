@@ -1,0 +1,164 @@
+//! `--out FILE`: output that replaces FILE only once it is complete.
+//!
+//! A regular file (or a name that does not exist yet) is written through a temporary file
+//! in the same directory: `.<name>.<16 hex digits>.tmp`, created with `O_EXCL` and mode
+//! 0600 (set with `fchmod`, whatever the umask). After the last byte it is flushed to disk
+//! (`fsync`), renamed over FILE, and the directory is flushed too. A failure anywhere
+//! before the rename removes the temporary file and leaves FILE as it was, so an existing
+//! key is never truncated by a write that then fails. FILE is first opened for writing
+//! (without truncating it) when it exists, so a file the user may not write is refused
+//! as `openssl rand -out` would refuse it, not replaced.
+//!
+//! Consequences of replacing instead of rewriting: the new FILE has mode 0600 and the
+//! writer's owner; other hard links to the old file keep the old bytes. A symbolic link is
+//! followed: the file it points to is replaced, the link stays. An interrupted run (a
+//! signal) can leave the temporary file behind.
+//!
+//! Anything that exists and is not a regular file (a device such as `/dev/null` or
+//! `/dev/full`, a FIFO, a terminal) is written in place, as opened for writing, since
+//! there is nothing to replace; a directory fails with "Is a directory".
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+/// How many names the temporary file may try before giving up (each is random, so a clash
+/// means another file of that name already exists).
+const TEMP_TRIES: usize = 8;
+
+/// The output file: a temporary file to be renamed over the target, or the target itself
+/// when it is not a regular file.
+pub struct OutFile {
+    file: File,
+    /// The name as the user gave it, for messages.
+    shown: PathBuf,
+    /// The temporary file and the path it is renamed to; `None` when writing in place or
+    /// once renamed.
+    replace: Option<(PathBuf, PathBuf)>,
+}
+
+impl OutFile {
+    /// Opens the output for `path`.
+    ///
+    /// # Errors
+    /// The error of opening the target (for one that exists), of resolving a symbolic
+    /// link, or of creating the temporary file; its message names `path`.
+    pub fn create(path: &Path) -> io::Result<Self> {
+        let named = |e: io::Error| path_error(path, e);
+        let target = match fs::metadata(path) {
+            Ok(meta) if !meta.is_file() => {
+                // A device, FIFO or the like: write to it as it is.
+                let file = OpenOptions::new().write(true).open(path).map_err(named)?;
+                return Ok(Self {
+                    file,
+                    shown: path.to_owned(),
+                    replace: None,
+                });
+            }
+            Ok(_) => {
+                // May the user write it? Open it as openssl would, but keep its bytes.
+                drop(OpenOptions::new().write(true).open(path).map_err(named)?);
+                fs::canonicalize(path).map_err(named)?
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => path.to_owned(),
+            Err(e) => return Err(named(e)),
+        };
+        let dir = parent_dir(&target);
+        let name = target.file_name().ok_or_else(|| {
+            named(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "not a file name",
+            ))
+        })?;
+        let mut last = None;
+        for _ in 0..TEMP_TRIES {
+            let tag = fkrng::try_u64().map_err(io::Error::other)?;
+            let mut temp_name = std::ffi::OsString::from(".");
+            temp_name.push(name);
+            temp_name.push(format!(".{tag:016x}.tmp"));
+            let temp = dir.join(temp_name);
+            match OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&temp)
+            {
+                Ok(file) => {
+                    let out = Self {
+                        file,
+                        shown: path.to_owned(),
+                        replace: Some((temp, target)),
+                    };
+                    // The umask may have taken bits away; the mode is 0600 exactly. (On
+                    // failure, dropping `out` removes the temporary file.)
+                    out.file
+                        .set_permissions(fs::Permissions::from_mode(0o600))
+                        .map_err(named)?;
+                    return Ok(out);
+                }
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last = Some(e),
+                Err(e) => return Err(named(e)),
+            }
+        }
+        Err(named(last.expect("TEMP_TRIES > 0")))
+    }
+
+    /// Ends the output: for a replacement, flushes the temporary file to disk, renames it
+    /// over the target and flushes the directory.
+    ///
+    /// # Errors
+    /// The error of `fsync` or `rename` (the target is then unchanged) or of flushing the
+    /// directory (the target is then replaced but perhaps not yet on disk); its message
+    /// names the path.
+    pub fn commit(mut self) -> io::Result<()> {
+        let Some((temp, target)) = self.replace.take() else {
+            return Ok(());
+        };
+        let renamed = self
+            .file
+            .sync_all()
+            .and_then(|()| fs::rename(&temp, &target));
+        if let Err(e) = renamed {
+            let _ = fs::remove_file(&temp);
+            return Err(path_error(&self.shown, e));
+        }
+        File::open(parent_dir(&target))
+            .and_then(|d| d.sync_all())
+            .map_err(|e| path_error(&self.shown, e))
+    }
+}
+
+impl Write for OutFile {
+    /// Writes to the file; an error names the path and keeps its kind.
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.file.write(buf).map_err(|e| path_error(&self.shown, e))
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Drop for OutFile {
+    /// Removes the temporary file of an output that was not committed.
+    fn drop(&mut self) {
+        if let Some((temp, _)) = self.replace.take() {
+            let _ = fs::remove_file(temp);
+        }
+    }
+}
+
+/// `e` with `path` in front of its message ("key.bin: No space left on device (os error
+/// 28)"), keeping its kind.
+fn path_error(path: &Path, e: io::Error) -> io::Error {
+    io::Error::new(e.kind(), format!("{}: {e}", path.display()))
+}
+
+/// The directory that holds `path` (`.` for a bare file name).
+fn parent_dir(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_owned(),
+        _ => PathBuf::from("."),
+    }
+}
