@@ -238,7 +238,7 @@ mod linux {
                     println!("  the error came with output");
                     return 1;
                 }
-                println!("  refused: {e}");
+                println!("  ok, as expected: the mounted file was refused (\"{e}\")");
                 PASSED
             }
             Err(e) => {
