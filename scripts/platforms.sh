@@ -9,6 +9,9 @@
 #             -cpu Nehalem (no AVX2): run-time detection must pick avx2 and portable
 #   emulated  the whole test suite (every test target, doctests) for aarch64 and s390x
 #             (big-endian) Linux under qemu-user, release builds
+#   musl      the whole test suite for x86_64-unknown-linux-musl, natively, release builds
+#   wasm      a smoke module for wasm32-unknown-unknown: built with getrandom's wasm_js
+#             feature, and run in Node with the OS source supplied by the host
 #   compiled  `cargo check` of the library with -D warnings for macOS (x86-64, AArch64),
 #             Windows (MSVC), FreeBSD, WASI, Android (AArch64) and a bare-metal Cortex-M
 #             (no_std)
@@ -17,8 +20,8 @@
 # is not installed, nightly's -Zbuild-std with the rust-src component. The script installs
 # nothing: .ci/run installs the packages, targets and toolchain.
 #
-# Usage: scripts/platforms.sh [SECTION...]   (sections: pinned cpu-model emulated compiled;
-# all four by default). Every run ends in one machine-readable line per platform:
+# Usage: scripts/platforms.sh [SECTION...]   (sections: pinned cpu-model emulated musl wasm
+# compiled; all six by default). Every run ends in one machine-readable line per platform:
 #
 #   platform: <target> <how> <path> binaries=<n> tests=<n> skipped=<what>
 #
@@ -34,7 +37,7 @@ cd "$(dirname "$0")/.."
 
 export CARGO_TERM_COLOR=never
 sections=("$@")
-[[ ${#sections[@]} -gt 0 ]] || sections=(pinned cpu-model emulated compiled)
+[[ ${#sections[@]} -gt 0 ]] || sections=(pinned cpu-model emulated musl wasm compiled)
 logdir=target/platforms
 mkdir -p "$logdir"
 summary=()
@@ -180,6 +183,39 @@ if want emulated; then
     record "$target" emulated portable "$binaries" "$tests" "wipe-on-fork-claims"
   done
   echo "-- section emulated: $((SECONDS - started)) s"
+fi
+
+# ---- musl libc, natively: the whole test suite ------------------------------------------
+if want musl; then
+  started=$SECONDS
+  echo "== x86_64-unknown-linux-musl, natively: every test target, release builds"
+  target=x86_64-unknown-linux-musl
+  std_for "$target" std
+  suite "musl" "$logdir/musl.log" -- \
+    env CARGO_TARGET_DIR="target/musl" FKRNG_EXPECT_FORK_PROTECTION=WipeOnFork \
+    "${cargo_std[@]}" test --target "$target" --release --workspace --all-features --no-fail-fast
+  record "$target" native detected "$binaries" "$tests" none
+  echo "-- section musl: $((SECONDS - started)) s"
+fi
+
+# ---- WebAssembly without an OS: built with getrandom's wasm_js, run in Node ---------------
+if want wasm; then
+  started=$SECONDS
+  echo "== wasm32-unknown-unknown: the smoke module, built with wasm_js and run in Node"
+  command -v node >/dev/null || { echo "platforms.sh: node is missing (apt-get install nodejs)" >&2; exit 1; }
+  target=wasm32-unknown-unknown
+  std_for "$target" std,panic_abort
+  manifest=.ci/wasm_smoke/Cargo.toml
+  # As a browser or Node user builds it: getrandom's wasm_js feature (compiled and linked;
+  # running it needs wasm-bindgen's JavaScript glue).
+  CARGO_TARGET_DIR=target/wasm RUSTFLAGS="-D warnings" \
+    "${cargo_std[@]}" build --release --target "$target" --manifest-path "$manifest" --features wasm_js
+  # Run in Node, with the OS source supplied by the host through getrandom's custom backend.
+  CARGO_TARGET_DIR=target/wasm-custom RUSTFLAGS='-D warnings --cfg getrandom_backend="custom"' \
+    "${cargo_std[@]}" build --release --target "$target" --manifest-path "$manifest"
+  node .ci/wasm_smoke/wasm-smoke.mjs target/wasm-custom/$target/release/fkrng_wasm_smoke.wasm
+  record "$target" node portable 1 6 "wasm-bindgen-glue"
+  echo "-- section wasm: $((SECONDS - started)) s"
 fi
 
 # ---- other operating systems: type-checked --------------------------------------------
