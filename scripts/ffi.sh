@@ -3,6 +3,8 @@
 #   C ABI (ffi/, libfkrng_ffi.a and libfkrng_ffi.so):
 #     - a fully static C program (libfkrng_ffi.a and glibc's libc.a): fills of 1 to 2048
 #       bytes, EINVAL, integers, arc4random_uniform, a forked child, a second thread;
+#     - every getrandom system call failing (strace fault injection): -1 and EIO, the
+#       buffer untouched, and a one-line message and SIGABRT from the void functions;
 #     - a C program that dlopens libfkrng_ffi.so (no static-TLS failure) and dlcloses it;
 #     - Python ctypes;
 #     - an unmodified C program making 1,000,000 arc4random_buf(16) calls under
@@ -85,6 +87,18 @@ file -L "$work/static_test" | grep -q 'statically linked' ||
 [[ $(nm "$work/static_test" | grep -c ' T arc4random_buf$') == 1 ]] ||
   { echo "ffi: FAILED: static_test holds more than one arc4random_buf" >&2; exit 1; }
 "$work/static_test"
+
+echo "-- every getrandom system call failing with EIO (strace -e inject)"
+cc "${cflags[@]}" ffi/tests/c/fail_test.c "$lib/libfkrng_ffi.a" -lpthread -ldl -lm \
+  -o "$work/fail_test"
+strace -f -qq -o /dev/null -e trace=getrandom -e inject=getrandom:error=EIO \
+  "$work/fail_test" 2>"$work/fail_test.stderr" || { cat "$work/fail_test.stderr"; exit 1; }
+for line in "fkrng: fkrng_u32: the OS random source failed: Input/output error (os error 5)" \
+  "fkrng: arc4random_buf: the OS random source failed: Input/output error (os error 5)"; do
+  grep -qxF "$line" "$work/fail_test.stderr" ||
+    { cat "$work/fail_test.stderr"; echo "ffi: FAILED: no abort message '$line'" >&2; exit 1; }
+done
+echo "ffi: abort messages: $(grep -c '^fkrng: ' "$work/fail_test.stderr") one-line messages, as expected"
 
 echo "-- dlopen of libfkrng_ffi.so"
 cc "${cflags[@]}" ffi/tests/c/dlopen_test.c -o "$work/dlopen_test" -ldl -lpthread

@@ -111,12 +111,10 @@ pub unsafe extern "C" fn fkrng_fill(buf: *mut c_void, len: usize) -> c_int {
         return -1;
     }
     // SAFETY: the caller guarantees `buf` is valid for writes of `len` bytes (and `len` is at
-    // most `isize::MAX`); the bytes may be uninitialised, so they are zeroed first, which also
-    // leaves them without generator output if the fill fails.
-    let dest = unsafe {
-        core::ptr::write_bytes(buf.cast::<u8>(), 0, len);
-        core::slice::from_raw_parts_mut(buf.cast::<u8>(), len)
-    };
+    // most `isize::MAX`). The memory belongs to C code, which Rust cannot see as uninitialised;
+    // `try_fill` only writes to it, and writes nothing on error, so the caller's bytes are
+    // left as they were (not even zeroed) when the fill fails.
+    let dest = unsafe { core::slice::from_raw_parts_mut(buf.cast::<u8>(), len) };
     match no_unwind("fkrng_fill", || fkrng::try_fill(dest)) {
         Ok(()) => 0,
         Err(e) => {
@@ -186,9 +184,16 @@ pub extern "C" fn fkrng_reseed_all() -> c_int {
 /// `buf` is valid for writes of `len` bytes, or `len` is 0.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn arc4random_buf(buf: *mut c_void, len: usize) {
-    // SAFETY: forwarded from the caller's guarantee.
-    if unsafe { fkrng_fill(buf, len) } != 0 {
-        let e = std::io::Error::last_os_error();
+    if len == 0 {
+        return;
+    }
+    if buf.is_null() || len > isize::MAX as usize {
+        abort_with("arc4random_buf", &"NULL buffer or length above PTRDIFF_MAX");
+    }
+    // SAFETY: as in `fkrng_fill`: the caller guarantees `buf` is valid for writes of `len`
+    // bytes, C memory that `try_fill` only writes to.
+    let dest = unsafe { core::slice::from_raw_parts_mut(buf.cast::<u8>(), len) };
+    if let Err(e) = no_unwind("arc4random_buf", || fkrng::try_fill(dest)) {
         abort_with("arc4random_buf", &e);
     }
 }
