@@ -53,6 +53,12 @@
 //!   Neither needs `std`.
 //! - `rustls`: `RustlsRandom`, the thread-local generator as a `rustls` 0.23
 //!   `SecureRandom` for a `CryptoProvider` (implies `std`).
+//! - `getrandom_backend` (Linux and Android only; a compile error elsewhere): defines the
+//!   `getrandom` crate's custom backend, so that in a binary built with
+//!   `--cfg getrandom_backend="custom"` every `getrandom` 0.3 and 0.4 call (and so `uuid`,
+//!   `rand`'s and RustCrypto's `OsRng`) is served by the calling thread's generator, with no
+//!   system call per request. Name the crate once in the binary (`use fkrng as _;`) so that
+//!   it is linked. See README.md, "Every getrandom call in a program" (implies `std`).
 #![cfg_attr(not(any(feature = "std", test)), no_std)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
@@ -81,6 +87,8 @@ mod entropy;
 mod error;
 #[cfg(feature = "std")]
 mod fork;
+#[cfg(feature = "getrandom_backend")]
+mod getrandom_backend;
 #[cfg(feature = "std")]
 mod memory;
 #[cfg(feature = "std")]

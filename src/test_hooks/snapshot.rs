@@ -5,7 +5,7 @@
 //! repository, reads that variable); [`follow_device`] switches the process between
 //! the mapped counter and the fallback word, so that one benchmark run measures reads both
 //! ways; and, in the unit tests, a stand-in page that the whole process follows
-//! ([`follow`]), in a test that runs alone in a process of its own.
+//! (`follow`, a unit-test helper), in a test that runs alone in a process of its own.
 
 use crate::snapshot::{COUNTER, UNMAPPED};
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};

@@ -1,0 +1,99 @@
+//! The `getrandom_backend` feature: fkrng as the `getrandom` crate's custom backend.
+//!
+//! A binary built with `--cfg getrandom_backend="custom"` makes `getrandom` 0.3 and 0.4 call
+//! one function, `__getrandom_v03_custom`, for every request (both versions declare the same
+//! symbol with the same signature). With this feature fkrng defines it, so every
+//! `getrandom::fill`, `getrandom::u32`, `getrandom::u64`, `uuid::Uuid::new_v4`,
+//! `rand::rngs::OsRng` and RustCrypto `OsRng` call in the program is served by the calling
+//! thread's generator through [`crate::try_fill`], including its one-off path for signal
+//! handlers and thread-local destructors.
+//!
+//! fkrng seeds itself with the `getrandom` system call made directly (and its checked
+//! `/dev/urandom` fallback), never through the `getrandom` crate, so the backend cannot
+//! recurse into itself. Targets without such a path are refused at compile time.
+
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+compile_error!(
+    "fkrng's `getrandom_backend` feature needs fkrng's own OS random source, which exists on \
+     Linux and Android only; elsewhere fkrng seeds through the `getrandom` crate, which would \
+     call back into fkrng"
+);
+
+/// The `getrandom` error for an fkrng error: an OS error number `n` becomes
+/// `getrandom::Error::new_custom(n)` (the crate has no public constructor for OS errors), and
+/// errors without a number (a seed of zero bytes, a bad length, a `/dev/urandom` that is not
+/// the kernel's device) become `getrandom::Error::UNEXPECTED`.
+fn to_getrandom_error(e: crate::Error) -> getrandom::Error {
+    match e.raw_os_error().and_then(|n| u16::try_from(n).ok()) {
+        Some(n) => getrandom::Error::new_custom(n),
+        None => getrandom::Error::UNEXPECTED,
+    }
+}
+
+/// Fills `len` bytes at `dest` (which may be uninitialised) from the calling thread's
+/// generator. On error nothing is written.
+///
+/// # Safety
+/// `dest` is valid for writes of `len` bytes, or `len` is 0.
+pub(crate) unsafe fn fill_raw(dest: *mut u8, len: usize) -> Result<(), getrandom::Error> {
+    if len == 0 {
+        return Ok(());
+    }
+    // SAFETY: the caller guarantees `dest` is valid for writes of `len` bytes; zeroing them
+    // first makes them initialised, so the slice below is sound even for uninitialised
+    // memory. The zeros are overwritten on success and are what the caller sees on error
+    // (no generator output).
+    let buf = unsafe {
+        core::ptr::write_bytes(dest, 0, len);
+        core::slice::from_raw_parts_mut(dest, len)
+    };
+    crate::try_fill(buf).map_err(to_getrandom_error)
+}
+
+/// The `getrandom` crate's custom backend (see the module documentation). Left out of this
+/// crate's own unit-test build, so that a test binary that also links the library cannot
+/// define the symbol twice.
+///
+/// # Safety
+/// As [`fill_raw`]: `getrandom` passes a buffer valid for writes of `len` bytes.
+#[cfg(not(test))]
+#[unsafe(no_mangle)]
+unsafe extern "Rust" fn __getrandom_v03_custom(
+    dest: *mut u8,
+    len: usize,
+) -> Result<(), getrandom::Error> {
+    // SAFETY: forwarded from the caller's guarantee.
+    unsafe { fill_raw(dest, len) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fills_the_whole_buffer_and_accepts_empty_requests() {
+        let mut a = [0u8; 48];
+        let mut b = [0u8; 48];
+        // SAFETY: both arrays are valid for writes of 48 bytes.
+        unsafe {
+            fill_raw(a.as_mut_ptr(), a.len()).unwrap();
+            fill_raw(b.as_mut_ptr(), b.len()).unwrap();
+        }
+        assert_ne!(a, [0u8; 48]);
+        assert_ne!(a, b);
+        // The last bytes are written too, not only a prefix.
+        assert_ne!(a[32..], [0u8; 16]);
+        // SAFETY: a zero-length request may pass a dangling pointer; nothing is written.
+        unsafe { fill_raw(core::ptr::NonNull::dangling().as_ptr(), 0).unwrap() };
+    }
+
+    #[test]
+    fn os_errors_keep_their_number() {
+        let e = to_getrandom_error(crate::Error::from_errno(libc::EPERM));
+        assert_eq!(e, getrandom::Error::new_custom(libc::EPERM as u16));
+        assert_eq!(
+            to_getrandom_error(crate::Error::ALL_ZERO),
+            getrandom::Error::UNEXPECTED
+        );
+    }
+}
