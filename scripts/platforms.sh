@@ -189,10 +189,13 @@ fi
 if want musl; then
   started=$SECONDS
   echo "== x86_64-unknown-linux-musl, natively: every test target, release builds"
+  apt_check musl-tools
   target=x86_64-unknown-linux-musl
   std_for "$target" std
+  # C code of the test dependencies (ring, under rustls) is compiled with musl-gcc.
   suite "musl" "$logdir/musl.log" -- \
     env CARGO_TARGET_DIR="target/musl" FKRNG_EXPECT_FORK_PROTECTION=WipeOnFork \
+    CC_x86_64_unknown_linux_musl=musl-gcc \
     "${cargo_std[@]}" test --target "$target" --release --workspace --all-features --no-fail-fast
   record "$target" native detected "$binaries" "$tests" none
   echo "-- section musl: $((SECONDS - started)) s"

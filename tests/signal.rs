@@ -52,7 +52,7 @@ mod linux {
     /// Handler calls after which the test gives up (too few of them interrupted a read).
     const GIVE_UP_CALLS: usize = 16 * MIN_CALLS;
     /// Timer interval in microseconds.
-    const INTERVAL_US: libc::suseconds_t = 50;
+    const INTERVAL_US: u32 = 50;
     /// Bytes of the main thread's latest output kept to check new handler values against
     /// (two of the largest reads).
     const RECENT: usize = 8 << 10;

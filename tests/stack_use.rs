@@ -189,7 +189,8 @@ mod linux {
                     0
                 );
             }
-            let mut thread: libc::pthread_t = 0;
+            // (An integer on glibc, a pointer on musl: zeroed either way.)
+            let mut thread: libc::pthread_t = std::mem::zeroed();
             let arg = (&raw mut job).cast();
             assert_eq!(libc::pthread_create(&mut thread, &attr, run, arg), 0);
             assert_eq!(libc::pthread_join(thread, std::ptr::null_mut()), 0);

@@ -143,7 +143,8 @@ fn deepest_below(f: fn() -> usize) -> usize {
             libc::pthread_attr_setstack(&mut attr, stack.stack(), stack.size()),
             0
         );
-        let mut thread: libc::pthread_t = 0;
+        // (An integer on glibc, a pointer on musl: zeroed either way.)
+        let mut thread: libc::pthread_t = core::mem::zeroed();
         let job_ptr = (&raw mut job).cast();
         assert_eq!(libc::pthread_create(&mut thread, &attr, run, job_ptr), 0);
         assert_eq!(libc::pthread_join(thread, core::ptr::null_mut()), 0);

@@ -78,13 +78,14 @@ pub(crate) fn releases() -> std::sync::MutexGuard<'static, Vec<Release>> {
 /// Checks every byte of the state's pages (the whole mapping on Linux) just before
 /// they are released.
 pub(crate) fn record_release(before: Before, pages: &Pages<Slot>) {
-    let addr = pages.as_ptr() as usize;
+    let base = pages.as_ptr().cast::<u8>();
+    let addr = base as usize;
     let len = pages.range().1 - addr;
     let pages_zero_after = (0..len).all(|i| {
-        // SAFETY: `addr..addr + len` is the live allocation behind `pages` (on Linux the
+        // SAFETY: `base..base + len` is the live allocation behind `pages` (on Linux the
         // whole zero-filled mapping). Volatile byte loads read the memory as the machine
         // holds it, padding included, which is what a memory disclosure would see.
-        unsafe { ptr::read_volatile((addr + i) as *const u8) == 0 }
+        unsafe { ptr::read_volatile(base.add(i)) == 0 }
     });
     RELEASES.lock().unwrap().push(Release {
         addr,

@@ -94,7 +94,7 @@ impl AlarmTimer {
     ///
     /// # Panics
     /// If `setitimer` fails.
-    pub fn start(interval_us: libc::suseconds_t) -> Self {
+    pub fn start(interval_us: u32) -> Self {
         set_alarm(interval_us);
         AlarmTimer(())
     }
@@ -106,10 +106,11 @@ impl Drop for AlarmTimer {
     }
 }
 
-fn set_alarm(interval_us: libc::suseconds_t) {
+fn set_alarm(interval_us: u32) {
+    // (`suseconds_t` itself is a deprecated name on musl.)
     let tv = libc::timeval {
         tv_sec: 0,
-        tv_usec: interval_us,
+        tv_usec: interval_us.into(),
     };
     let timer = libc::itimerval {
         it_interval: tv,
