@@ -8,13 +8,15 @@
 # so the AVX2 columns are what an AVX2-only CPU of this kind sees. Prints a Markdown table
 # (docs/BENCHMARKS.md, "AVX2 beside AVX-512", holds the committed one).
 #
-# Usage: scripts/bench-paths.sh [--quick]   (--quick: a smoke run of seconds, no openssl)
+# Usage: scripts/bench-paths.sh [--quick|--report]   (--quick: a smoke run of seconds, no
+# openssl; --report: the table again from the last run's measurements)
 # Needs a CPU with AVX-512F for the avx512 column; on one without, that column is left out.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-quick=no
+quick=no report=no
 [[ "${1:-}" == --quick ]] && quick=yes
+[[ "${1:-}" == --report ]] && report=yes
 args=(--warm-up-time 1 --measurement-time 3)
 [[ $quick == yes ]] && args=(--warm-up-time 0.01 --measurement-time 0.01 --sample-size 10)
 
@@ -23,6 +25,7 @@ grep -qw avx512f /proc/cpuinfo && paths+=(avx512)
 filter='^default\.(fill/(fkrng|rand::rng\(\))/(16|32|64|256|1024|65536|1048576)$|int/(fkrng/u(32|64)|rand::rng\(\)/u(32|64))$)'
 home=$PWD/target/criterion-paths
 for path in "${paths[@]}"; do
+  [[ $report == yes ]] && break
   echo "== pinned $path"
   CRITERION_HOME="$home/$path" CARGO_TARGET_DIR="target/bench-$path" \
     RUSTFLAGS="--cfg fkrng_keystream=\"$path\"" \
@@ -30,12 +33,12 @@ for path in "${paths[@]}"; do
 done
 
 openssl_line() {
-  # The rate for 16384-byte blocks, in GB/s (openssl prints kB/s in 1000s of bytes).
+  # The rate for 16384-byte blocks, in GiB/s (openssl prints thousands of bytes per second).
   env "$@" openssl speed -evp chacha20 -bytes 16384 -seconds 3 2>/dev/null |
-    awk '/^ChaCha20/ { printf "%.2f", $NF / 1e6 }'
+    awk '/^ChaCha20/ { v = $NF; sub(/k$/, "", v); printf "%.2f", v * 1000 / 2^30 }'
 }
 openssl_avx2=- openssl_avx512=-
-if [[ $quick == no ]] && command -v openssl >/dev/null; then
+if [[ $quick == no && $report == no ]] && command -v openssl >/dev/null; then
   # Bit 16 of the third word (CPUID leaf 7 EBX) is AVX-512F.
   openssl_avx2=$(openssl_line OPENSSL_ia32cap=":~0x10000")
   openssl_avx512=$(openssl_line)
@@ -57,12 +60,14 @@ def load(path):
 runs = {p: load(p) for p in paths}
 rows = [("fill", str(n), f"{n} B fill") for n in (16, 32, 64, 256, 1024, 65536, 1048576)]
 rows += [("int", "u32", "u32"), ("int", "u64", "u64")]
-head = "| request |" + "".join(f" fkrng {p} | rand {p} | ratio {p} |" for p in paths)
+head = "| request |" + "".join(
+    f" fkrng, {p} | rand::rng(), {p} | fkrng's time ÷ rand's, {p} |" for p in paths
+)
 print(head)
 print("|---|" + "---|---|---|" * len(paths))
 def fmt(ns, size):
     if size and size >= 65536:
-        return f"{size / ns:.2f} GB/s"
+        return f"{size / ns * 1e9 / 2**30:.2f} GiB/s"
     return f"{ns:.2f} ns"
 for q, v, name in rows:
     cells = []
@@ -80,5 +85,8 @@ for q, v, name in rows:
         cells += [fmt(f, size), fmt(g, size), f"{f / g:.2f}"]
     print(f"| {name} | " + " | ".join(cells) + " |")
 print()
-print(f"openssl speed -evp chacha20, 16 KiB blocks: {ossl2} GB/s with AVX-512 masked, {ossl5} GB/s with it")
+print(
+    f"openssl speed -evp chacha20, 16 KiB blocks: {ossl2} GiB/s with AVX-512 masked,"
+    f" {ossl5} GiB/s with it"
+)
 EOF

@@ -19,6 +19,14 @@ compile_error!(
      call back into fkrng"
 );
 
+// Under Miri fkrng seeds through the `getrandom` crate (Miri cannot run its system call
+// path), which in a build with the custom backend would call back into fkrng.
+#[cfg(all(miri, getrandom_backend = "custom"))]
+compile_error!(
+    "fkrng's `getrandom_backend` feature cannot serve --cfg getrandom_backend=\"custom\" under \
+     Miri, where fkrng itself seeds through the `getrandom` crate: run Miri without that cfg"
+);
+
 /// The `getrandom` error for an fkrng error: an OS error number `n` becomes
 /// `getrandom::Error::new_custom(n)` (the crate has no public constructor for OS errors), and
 /// errors without a number (a seed of zero bytes, a bad length, a `/dev/urandom` that is not
