@@ -11,7 +11,8 @@
 //!
 //! Consequences of replacing instead of rewriting: the new FILE has mode 0600 and the
 //! writer's owner; other hard links to the old file keep the old bytes. A symbolic link is
-//! followed: the file it points to is replaced, the link stays. An interrupted run (a
+//! followed: the file it points to is replaced (or created, if the link dangles), the link
+//! stays. An interrupted run (a
 //! signal) can leave the temporary file behind.
 //!
 //! Anything that exists and is not a regular file (a device such as `/dev/null` or
@@ -61,7 +62,11 @@ impl OutFile {
                 drop(OpenOptions::new().write(true).open(path).map_err(named)?);
                 fs::canonicalize(path).map_err(named)?
             }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => path.to_owned(),
+            // No file there; but a dangling symbolic link names where the new file goes
+            // (as `open(O_CREAT)` would create it), and is kept.
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                dangling_link_target(path).map_err(named)?
+            }
             Err(e) => return Err(named(e)),
         };
         let dir = parent_dir(&target);
@@ -153,6 +158,30 @@ impl Drop for OutFile {
 /// 28)"), keeping its kind.
 fn path_error(path: &Path, e: io::Error) -> io::Error {
     io::Error::new(e.kind(), format!("{}: {e}", path.display()))
+}
+
+/// Where a file created at `path` lands: `path` itself, or, when `path` is a symbolic link
+/// whose target does not exist (a chain of them, up to the kernel's 40 links), that target,
+/// read relative to the directory of the link that names it.
+///
+/// # Errors
+/// The error of reading a link; `ELOOP` ("too many levels of symbolic links") past 40.
+fn dangling_link_target(path: &Path) -> io::Result<PathBuf> {
+    let mut current = path.to_owned();
+    for _ in 0..40 {
+        match fs::symlink_metadata(&current) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                let next = fs::read_link(&current)?;
+                current = if next.is_absolute() {
+                    next
+                } else {
+                    parent_dir(&current).join(next)
+                };
+            }
+            _ => return Ok(current),
+        }
+    }
+    Err(io::Error::from_raw_os_error(libc::ELOOP))
 }
 
 /// The directory that holds `path` (`.` for a bare file name).

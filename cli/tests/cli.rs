@@ -663,6 +663,39 @@ fn out_replaces_an_existing_file_whole() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// `--out` through a symbolic link writes the link's target and keeps the link: a link to
+/// an existing file (whose target is replaced) and a dangling one, relative or absolute,
+/// and a chain of two (whose last target is created).
+#[test]
+fn out_through_a_symbolic_link_writes_its_target() {
+    use std::os::unix::fs::symlink;
+    let dir = scratch_dir("symlink");
+    std::fs::write(dir.join("existing"), b"old").unwrap();
+    symlink("existing", dir.join("to-existing")).unwrap();
+    symlink("new-target", dir.join("dangling")).unwrap();
+    symlink(dir.join("absolute-target"), dir.join("dangling-absolute")).unwrap();
+    symlink("dangling", dir.join("chain")).unwrap();
+    for (link, target, len) in [
+        ("to-existing", "existing", 16usize),
+        ("dangling", "new-target", 24),
+        ("dangling-absolute", "absolute-target", 8),
+        ("chain", "new-target", 40),
+    ] {
+        let path = dir.join(link);
+        let out = fkrng(&["--raw", "--out", path.to_str().unwrap(), &len.to_string()]);
+        assert_eq!(out.status.code(), Some(0), "{link}: {out:?}");
+        let meta = std::fs::symlink_metadata(&path).unwrap();
+        assert!(meta.file_type().is_symlink(), "{link} is still a link");
+        assert_eq!(
+            std::fs::read(dir.join(target)).unwrap().len(),
+            len,
+            "{link}"
+        );
+    }
+    assert!(names_in(&dir).iter().all(|n| !n.ends_with(".tmp")));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// A write that fails halfway (the file size limit, which binds root too, with SIGXFSZ
 /// ignored so that the write fails with EFBIG) exits 1 naming the path, and leaves the
 /// existing file's bytes and nothing else.
