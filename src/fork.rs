@@ -20,7 +20,7 @@ use crate::Error;
 #[cfg(test)]
 use crate::memory::UNKNOWN;
 use crate::memory::{self, HONOURED, NOT_HONOURED};
-use core::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, Ordering};
 
 /// The epoch alone on a 64-byte cache line, so that no frequently written static the linker
 /// places next to it makes every read pay for cache-line contention.
@@ -41,21 +41,57 @@ pub(crate) fn bump_epoch() {
     EPOCH.0.fetch_add(1, Ordering::Relaxed);
 }
 
-/// Runs in the parent just before `fork()` (prepare handler): starts a new epoch, so that
-/// the parent and the child both reseed before their next output. The child must not wait
+/// Forks under way in this process: counted up by the prepare handler, down by the parent
+/// handler, and set to 0 by the child handler (in the child no other fork is under way).
+static FORKS_UNDER_WAY: AtomicU32 = AtomicU32::new(0);
+
+/// Whether a `fork` is under way in this process: between fkrng's prepare handler and the
+/// parent handler in the parent, and between the fork and fkrng's child handler in the
+/// child. Fork handlers of other libraries run in that window: prepare handlers registered
+/// before fkrng's run after it (POSIX runs prepare handlers in the reverse order of
+/// registration), child handlers registered before fkrng's run before it. A read from one
+/// of them must neither reseed the state that the child inherits (the parent would serve
+/// the same bytes) nor serve from it, so reads under a fork take the one-off path; they
+/// reach the check because the prepare handler has already moved the epoch. Checked only
+/// on the slow path. (Only the forking thread's reads matter here: the other threads of the
+/// parent do not exist in the child, and their handlers run on the forking thread, so
+/// program order is all that counts; a read on another thread that sees the count merely
+/// takes the one-off path once.)
+pub(crate) fn fork_under_way() -> bool {
+    FORKS_UNDER_WAY.load(Ordering::Relaxed) != 0
+}
+
+/// Runs in the parent just before `fork()` (prepare handler): counts a fork under way
+/// ([`fork_under_way`]) and starts a new epoch, so that the parent and the child both
+/// reseed before their next output after the fork. The child must not wait
 /// for its own child handler: handlers registered by other libraries before fkrng's run
 /// first in the child, and one of them may read (prepare handlers run in the reverse order,
 /// so this one runs before theirs).
 #[cfg(all(unix, not(miri)))]
 extern "C" fn atfork_prepare() {
-    // Async-signal-safe: one atomic add.
+    // Async-signal-safe: two atomic adds. The count goes up first, so that a read that
+    // sees the new epoch also sees the fork under way.
+    FORKS_UNDER_WAY.fetch_add(1, Ordering::Relaxed);
     bump_epoch();
 }
 
+/// Runs in the parent after the fork: this fork is no longer under way. The epoch moved in
+/// the prepare handler, so the parent's next read reseeds.
+#[cfg(all(unix, not(miri)))]
+extern "C" fn atfork_parent() {
+    // Async-signal-safe: one atomic update, which never goes below 0 (a count that wrapped
+    // would send every read to the one-off path).
+    let _ =
+        FORKS_UNDER_WAY.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
+}
+
+/// Runs in the child after the fork: a new epoch (the child's reads reseed), and no fork
+/// under way (the forks other threads of the parent had under way do not continue here).
 #[cfg(all(unix, not(miri)))]
 extern "C" fn atfork_child() {
-    // Async-signal-safe: one atomic add.
+    // Async-signal-safe: two atomic stores.
     bump_epoch();
+    FORKS_UNDER_WAY.store(0, Ordering::Relaxed);
 }
 
 const HANDLERS_UNREGISTERED: u8 = 0;
@@ -76,10 +112,16 @@ pub(crate) fn register_atfork() -> Result<(), Error> {
     #[cfg(all(unix, not(miri)))]
     if HANDLERS.load(Ordering::Acquire) != HANDLERS_REGISTERED {
         return register_with(&HANDLERS, || {
-            // SAFETY: both handlers are `extern "C"` functions without arguments that live
-            // for the whole program and only add to an atomic, which is safe in a child
+            // SAFETY: the three handlers are `extern "C"` functions without arguments that
+            // live for the whole program and only update atomics, which is safe in a child
             // forked from a multi-threaded parent.
-            unsafe { libc::pthread_atfork(Some(atfork_prepare), None, Some(atfork_child)) }
+            unsafe {
+                libc::pthread_atfork(
+                    Some(atfork_prepare),
+                    Some(atfork_parent),
+                    Some(atfork_child),
+                )
+            }
         });
     }
     Ok(())

@@ -14,6 +14,7 @@ use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 static OS_READS: AtomicU64 = AtomicU64::new(0);
 static ONE_OFF_INTERRUPTED: AtomicU64 = AtomicU64::new(0);
 static ONE_OFF_UNAVAILABLE: AtomicU64 = AtomicU64::new(0);
+static ONE_OFF_FORK_UNDER_WAY: AtomicU64 = AtomicU64::new(0);
 static STATES_MAPPED: AtomicU64 = AtomicU64::new(0);
 static STATES_REUSED: AtomicU64 = AtomicU64::new(0);
 static SNAPSHOT_RESEEDS: AtomicU64 = AtomicU64::new(0);
@@ -27,6 +28,7 @@ pub(crate) fn count_one_off(why: OneOff) {
     match why {
         OneOff::Interrupted => ONE_OFF_INTERRUPTED.fetch_add(1, Relaxed),
         OneOff::Unavailable => ONE_OFF_UNAVAILABLE.fetch_add(1, Relaxed),
+        OneOff::ForkUnderWay => ONE_OFF_FORK_UNDER_WAY.fetch_add(1, Relaxed),
     };
 }
 
@@ -89,6 +91,13 @@ pub fn one_off_reads_interrupted() -> u64 {
 /// refused memory.
 pub fn one_off_reads_unavailable() -> u64 {
     ONE_OFF_UNAVAILABLE.load(Relaxed)
+}
+
+/// Reads served by a one-off OS-keyed generator because a `fork` was under way (reads from
+/// other libraries' fork handlers, between fkrng's prepare handler and its parent or child
+/// handler).
+pub fn one_off_reads_fork_under_way() -> u64 {
+    ONE_OFF_FORK_UNDER_WAY.load(Relaxed)
 }
 
 pub(crate) fn count_snapshot_reseed() {

@@ -14,6 +14,9 @@ pub(crate) enum OneOff {
     /// The thread has no state to offer: released at thread exit, being set up, or no
     /// memory for it.
     Unavailable,
+    /// A `fork` is under way (a read from another library's fork handler): the state is
+    /// the one the child inherits.
+    ForkUnderWay,
 }
 /// Bytes for a read that cannot use the thread's state (a signal handler interrupting a
 /// read, a destructor after thread exit, no memory for the state): a one-off generator keyed

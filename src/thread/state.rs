@@ -84,6 +84,11 @@ impl ThreadState {
         }
         let restored = self.life.seeded && self.life.generation != snapshot::generation();
         if !self.life.seeded || self.life.epoch != fork::epoch() || restored {
+            if fork::fork_under_way() {
+                // A fork handler's read (fkrng's prepare handler moved the epoch): the
+                // child inherits this state, so it is neither reseeded nor read now.
+                return super::one_off_fill(dest, super::OneOff::ForkUnderWay);
+            }
             // Strict: no output from an unseeded, inherited or restored key.
             self.reseed(os, clock)?;
             #[cfg(any(test, feature = "test-hooks"))]
@@ -123,7 +128,10 @@ impl ThreadState {
         self.fke.mix_key(&s);
         s.zeroize();
         self.life.seeded = true;
-        self.life.epoch = epoch;
+        // A reseed during a fork (`fkrng::reseed` from a fork handler) gives the parent and
+        // the child the same key: epoch 0, which no process-wide epoch ever is, makes both
+        // reseed again at their next read.
+        self.life.epoch = if fork::fork_under_way() { 0 } else { epoch };
         self.life.generation = generation;
         self.life.restart(draw, clock.now_ns());
         Ok(())

@@ -459,6 +459,86 @@ fn child_handler_order_in_this_process() {
     println!("the earlier child handler read fresh bytes");
 }
 
+/// A library that registered both a prepare and a child handler before fkrng's first read,
+/// each of which reads fkrng, with wipe-on-fork off (the epoch alone): its prepare handler
+/// runs after fkrng's (POSIX runs prepare handlers in reverse order) and its child handler
+/// before fkrng's. Neither read may reseed or serve the state the child inherits, or the
+/// child's read would be the parent's next bytes: both take the one-off path while the
+/// fork is under way.
+#[cfg(all(target_os = "linux", feature = "test-hooks"))]
+#[test]
+fn prepare_and_child_handlers_registered_before_fkrng_get_fresh_bytes() {
+    let Some(text) = in_new_process(
+        "thread::tests::prepare_and_child_handlers_registered_before_fkrng_get_fresh_bytes",
+    ) else {
+        return prepare_and_child_handlers_in_this_process();
+    };
+    assert!(
+        text.contains("both earlier handlers read fresh bytes"),
+        "{text}"
+    );
+}
+
+#[cfg(all(target_os = "linux", feature = "test-hooks"))]
+fn prepare_and_child_handlers_in_this_process() {
+    use core::sync::atomic::AtomicU8;
+    static READ_IN_PREPARE: [AtomicU8; 32] = [const { AtomicU8::new(0) }; 32];
+    static READ_IN_CHILD: [AtomicU8; 32] = [const { AtomicU8::new(0) }; 32];
+    fn read_into(slots: &[AtomicU8; 32]) {
+        let mut out = [0u8; 32];
+        if crate::try_fill(&mut out).is_ok() {
+            for (slot, b) in slots.iter().zip(out) {
+                slot.store(b, Ordering::Relaxed);
+            }
+        }
+    }
+    extern "C" fn earlier_prepare_handler() {
+        read_into(&READ_IN_PREPARE);
+    }
+    extern "C" fn earlier_child_handler() {
+        read_into(&READ_IN_CHILD);
+    }
+    fn load(slots: &[AtomicU8; 32]) -> [u8; 32] {
+        core::array::from_fn(|i| slots[i].load(Ordering::Relaxed))
+    }
+    assert_eq!(
+        crate::fork_protection(),
+        None,
+        "fkrng was set up before the handlers"
+    );
+    // SAFETY: registers handlers that live for the whole program.
+    assert_eq!(
+        unsafe {
+            libc::pthread_atfork(
+                Some(earlier_prepare_handler),
+                None,
+                Some(earlier_child_handler),
+            )
+        },
+        0
+    );
+    set_up_without_wipe_on_fork();
+    crate::fill(&mut [0u8; 16]);
+    let one_offs = crate::test_hooks::counters::one_off_reads_fork_under_way();
+    let child = in_child(false, || Some(load(&READ_IN_CHILD)));
+    let in_prepare = load(&READ_IN_PREPARE);
+    let parent_next = next_32().unwrap();
+    assert_eq!(
+        crate::test_hooks::counters::one_off_reads_fork_under_way() - one_offs,
+        1,
+        "the prepare handler's read took the one-off path"
+    );
+    assert_ne!(child, [0u8; 32], "the child handler's read failed");
+    assert_ne!(in_prepare, [0u8; 32], "the prepare handler's read failed");
+    assert_ne!(
+        child, parent_next,
+        "the earlier child handler read the parent's next bytes"
+    );
+    assert_ne!(child, in_prepare);
+    assert_ne!(in_prepare, parent_next);
+    println!("both earlier handlers read fresh bytes");
+}
+
 /// When the fork handlers cannot be registered, a thread sets up no state and its read
 /// fails; the next read tries again.
 #[test]
