@@ -7,7 +7,9 @@
 #     1024 bytes = 15.75 MiB, so 7 to 15 reseeds);
 #   - all other getrandom calls (the Rust runtime's, the getrandom crate's probe) number at
 #     most 2;
-#   - the reads after the first make no heap allocation.
+#   - the reads after the first make no heap allocation;
+#   - no read opens a file under /proc: the files the program opens there with its reads are
+#     those it opens without any (the C library's and the Rust runtime's own).
 # Usage: scripts/count-syscalls.sh [READS]   (Linux only; needs strace)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -71,6 +73,19 @@ if [[ "$allocations" != 0 ]]; then
     echo "count-syscalls: FAIL: $allocations heap allocations in steady-state reads" >&2
     status=1
 fi
+# Files opened under /proc, without fkrng (0 reads) and with a first read and 999 more.
+proc_opens() {
+    strace -f -qq -e trace=open,openat -e signal=none -o "$log" "$bin" "$1" 16 >/dev/null
+    grep -o '"/proc/[^"]*"' "$log" | sort -u | tr '\n' ' ' || true
+}
+without=$(proc_opens 0)
+with=$(proc_opens 1000)
+echo "count-syscalls: files opened under /proc: without fkrng [${without% }], with its reads [${with% }]"
+if [[ "$with" != "$without" ]]; then
+    echo "count-syscalls: FAIL: fkrng's reads opened files under /proc" >&2
+    status=1
+fi
+
 if (( status == 0 )); then
     echo "count-syscalls: ok ($min_seeds..$max_seeds seed reads allowed, at most 2 others, no allocations)"
 fi

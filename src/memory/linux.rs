@@ -1,6 +1,7 @@
 //! The state's memory on Linux and Android: an anonymous private mapping of whole pages per
 //! state, marked `MADV_WIPEONFORK` (Linux 4.14) and `MADV_DONTDUMP` (Linux 3.4), and the
-//! `/proc/self/smaps` lookup that shows whether the kernel honours the first.
+//! `/proc/self/smaps` lookup that shows whether the kernel honours the first (made only
+//! when [`crate::fork_protection`] asks, never by a read).
 
 use super::Advice;
 use core::alloc::Layout;
@@ -39,9 +40,20 @@ pub(super) fn map(layout: Layout, advice: Advice) -> Option<(NonNull<u8>, usize,
     Some((NonNull::new(addr.cast::<u8>())?, len, wiped))
 }
 
-/// Whether `/proc/self/smaps` lists the mapping at `addr` with the `wf` (wipe-on-fork) flag.
-pub(super) fn honoured(addr: usize) -> bool {
-    smaps_flags(addr).is_some_and(|flags| flags.split_whitespace().any(|f| f == "wf"))
+/// Whether the kernel honours `MADV_WIPEONFORK`: a probe page of its own is mapped with
+/// the advice, looked up in `/proc/self/smaps` (its `VmFlags` must carry `wf`) and
+/// unmapped. Some emulators (qemu-user) accept any advice and ignore it; an unreadable
+/// `/proc` (a sandbox) counts as not honoured.
+pub(super) fn probe_honoured() -> bool {
+    let Some((ptr, len, accepted)) = map(Layout::new::<u8>(), Advice::WipeOnFork) else {
+        return false;
+    };
+    let honoured = accepted
+        && smaps_flags(ptr.as_ptr() as usize)
+            .is_some_and(|flags| flags.split_whitespace().any(|f| f == "wf"));
+    // SAFETY: the probe page was mapped just above and nothing else refers to it.
+    unsafe { unmap(ptr, len, Layout::new::<u8>()) };
+    honoured
 }
 
 /// Unmaps a mapping made by [`map`].
@@ -64,8 +76,16 @@ pub(crate) fn page_size() -> usize {
 
 /// The `VmFlags` of the mapping that contains `addr`, from `/proc/self/smaps` (the kernel
 /// may have merged neighbouring mappings with equal flags into one entry).
+///
+/// Read as a stream, a line at a time through a 4 KiB buffer, up to the entry of `addr`: a
+/// process with tens of thousands of mappings has megabytes of smaps, which are never held
+/// in memory at once.
 pub(crate) fn smaps_flags(addr: usize) -> Option<String> {
-    let smaps = std::fs::read_to_string("/proc/self/smaps").ok()?;
+    use std::io::BufRead;
+    let file = std::fs::File::open("/proc/self/smaps").ok()?;
+    let mut smaps = std::io::BufReader::with_capacity(4096, file);
+    // An entry's first line is `start-end perms offset dev inode [path]`; the lines of its
+    // fields (`Size:`, ..., `VmFlags:`) have no address range.
     let contains = |line: &str| {
         let range = line.split_whitespace().next()?;
         let (start, end) = range.split_once('-')?;
@@ -73,9 +93,20 @@ pub(crate) fn smaps_flags(addr: usize) -> Option<String> {
         let end = usize::from_str_radix(end, 16).ok()?;
         Some(start <= addr && addr < end)
     };
-    let mut lines = smaps.lines().skip_while(|l| contains(l) != Some(true));
-    lines.next()?;
-    lines
-        .find_map(|l| l.strip_prefix("VmFlags:"))
-        .map(|f| f.trim().to_owned())
+    let mut line = String::with_capacity(256);
+    let mut found = false;
+    loop {
+        line.clear();
+        if smaps.read_line(&mut line).ok()? == 0 {
+            return None;
+        }
+        if !found {
+            found = contains(&line) == Some(true);
+        } else if let Some(flags) = line.strip_prefix("VmFlags:") {
+            return Some(flags.trim().to_owned());
+        } else if contains(&line).is_some() {
+            // The next entry began: this one had no `VmFlags` line (kernels before 3.8).
+            return None;
+        }
+    }
 }

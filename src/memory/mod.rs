@@ -6,16 +6,19 @@
 //!   unseeded, so the child's first read seeds from the OS. This covers `fork()`, `clone()`
 //!   calls that run no atfork handlers, and every thread of a multi-threaded parent.
 //! - **Do-not-dump.** `MADV_DONTDUMP` leaves the key and buffer out of core dumps.
-//! - **The honoured check.** Some emulators accept any `madvise` advice and ignore it, so the
-//!   first mapping of the process is looked up in `/proc/self/smaps`: unless its `VmFlags`
-//!   carry `wf`, the process counts as having no wipe-on-fork ([`wipe_on_fork`]).
+//! - **The honoured check.** Some emulators accept any `madvise` advice and ignore it, so
+//!   when [`crate::fork_protection`] first asks ([`wipe_on_fork`]), a probe page mapped with
+//!   the advice is looked up in `/proc/self/smaps` (read as a stream, up to its entry):
+//!   unless its `VmFlags` carry `wf`, the process counts as having no wipe-on-fork. No read
+//!   of the generator opens anything under `/proc`: a read needs only the advice accepted,
+//!   and the atfork epoch covers `fork()` either way.
 //!
 //! The OS-specific part is one small seam, one file per backend, picked here: `linux.rs`
 //! (an anonymous private mapping per state) and `other.rs` (a zeroed heap allocation, every
 //! other OS; also compiled on Linux for its unit test). Each backend provides `map` (zeroed
 //! storage for a layout, with the advice applied, reporting whether wipe-on-fork was
-//! accepted), `honoured` (whether the OS shows the advice in force at an address) and
-//! `unmap`.
+//! accepted), `probe_honoured` (whether the OS shows the advice in force on a probe page of
+//! its own) and `unmap`.
 
 use core::alloc::Layout;
 use core::ptr::NonNull;
@@ -53,14 +56,33 @@ pub(crate) const UNKNOWN: u8 = 0;
 pub(crate) const HONOURED: u8 = 1;
 /// [`wipe_on_fork`]: no wipe-on-fork (refused, ignored, or not on this OS).
 pub(crate) const NOT_HONOURED: u8 = 2;
+/// Every state mapping so far had `MADV_WIPEONFORK` accepted; not yet checked against
+/// `/proc/self/smaps` (that waits for [`wipe_on_fork`]).
+const ACCEPTED: u8 = 3;
 
 /// Whether this process's kernel really wipes `MADV_WIPEONFORK` pages in a child.
 static WIPE_ON_FORK: AtomicU8 = AtomicU8::new(UNKNOWN);
 
 /// What this process found out about wipe-on-fork: [`UNKNOWN`] before its first state
-/// mapping, then [`HONOURED`] or [`NOT_HONOURED`].
+/// mapping, then [`HONOURED`] or [`NOT_HONOURED`]. The first call after a mapping whose
+/// advice was accepted checks that the kernel honours it (one probe page and a read of
+/// `/proc/self/smaps` up to its entry, [`os::probe_honoured`]); later calls are one load.
+/// Called by [`crate::fork_protection`] only, never on a read.
 pub(crate) fn wipe_on_fork() -> u8 {
-    WIPE_ON_FORK.load(Ordering::Relaxed)
+    let found = WIPE_ON_FORK.load(Ordering::Relaxed);
+    if found != ACCEPTED {
+        return found;
+    }
+    let verdict = if os::probe_honoured() {
+        HONOURED
+    } else {
+        NOT_HONOURED
+    };
+    // A mapping whose advice was refused meanwhile has set NOT_HONOURED: keep that.
+    match WIPE_ON_FORK.compare_exchange(ACCEPTED, verdict, Ordering::Relaxed, Ordering::Relaxed) {
+        Ok(_) => verdict,
+        Err(now) => now,
+    }
 }
 
 /// The advice a state's pages are mapped with.
@@ -94,14 +116,16 @@ impl<T> Pages<T> {
     pub(crate) fn new_zeroed(advice: Advice) -> Option<Self> {
         let (ptr, len, wiped) = os::map(Layout::new::<T>(), advice)?;
         if advice == Advice::WipeOnFork {
-            if WIPE_ON_FORK.load(Ordering::Relaxed) == UNKNOWN {
-                let honoured = wiped && os::honoured(ptr.as_ptr() as usize);
-                WIPE_ON_FORK.store(
-                    if honoured { HONOURED } else { NOT_HONOURED },
+            if !wiped {
+                WIPE_ON_FORK.store(NOT_HONOURED, Ordering::Relaxed);
+            } else {
+                // The first accepted advice; the check against smaps waits until asked.
+                let _ = WIPE_ON_FORK.compare_exchange(
+                    UNKNOWN,
+                    ACCEPTED,
+                    Ordering::Relaxed,
                     Ordering::Relaxed,
                 );
-            } else if !wiped {
-                WIPE_ON_FORK.store(NOT_HONOURED, Ordering::Relaxed);
             }
         }
         Some(Pages {

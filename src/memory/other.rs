@@ -24,7 +24,7 @@ pub(super) fn map(layout: Layout, _advice: Advice) -> Option<(NonNull<u8>, usize
 }
 
 /// No OS check exists here: never honoured.
-pub(super) fn honoured(_addr: usize) -> bool {
+pub(super) fn probe_honoured() -> bool {
     false
 }
 
