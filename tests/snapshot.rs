@@ -287,6 +287,23 @@ mod hooked {
         );
     }
 
+    /// A host that clears the counter-present flag (a live migration to one that does not
+    /// keep the counter) ends the protection at the next reseed: reported as manual only,
+    /// and the reads go on from that reseed, which already counts the fallback counter.
+    fn a_cleared_counter_flag_ends_the_protection(s: &StandIn) {
+        read16();
+        s.u64(FLAGS).store(0, Ordering::Relaxed);
+        let before = os_reads();
+        fkrng::reseed().expect("reseed");
+        assert_eq!(
+            fkrng::snapshot_protection(),
+            Some(SnapshotProtection::ManualOnly)
+        );
+        let values = [read16(), read16()];
+        assert_ne!(values[0], values[1]);
+        assert_eq!(os_reads() - before, 1, "the reseed alone");
+    }
+
     pub fn main() {
         // The stand-in VMClock page, where a run names one (.ci/run's snapshot section).
         fkrng::test_hooks::snapshot::stand_in_from_env();
@@ -298,6 +315,8 @@ mod hooked {
         println!("every thread reseeds once after a change: ok");
         wedged_seqlock_never_hangs_and_still_reseeds(&s);
         println!("a wedged seqlock never hangs a read and still reseeds: ok");
+        a_cleared_counter_flag_ends_the_protection(&s);
+        println!("a cleared counter flag ends the protection: ok");
         let _ = std::fs::remove_file(&s.path);
     }
 }

@@ -152,15 +152,38 @@ pub(crate) fn generation() -> u64 {
 /// Reads under the seqlock; when it does not settle within the bound, returns the counter as
 /// it reads now. That is safe: the caller reseeds anyway, and a later value that differs
 /// makes the next read reseed again.
+///
+/// The counter-present flag is honoured here, at every (re)seed: a host that clears it (a
+/// live migration to a hypervisor that does not keep the counter) ends the protection for
+/// the rest of the process. [`snapshot_protection`] then reports
+/// [`SnapshotProtection::ManualOnly`], and reads compare with the fallback counter (every
+/// other thread reseeds once more, at its next read).
 #[cold]
 pub(crate) fn settled_generation() -> u64 {
     if PROBE.load(Ordering::Acquire) == UNKNOWN {
         probe_once();
     }
     match mapped_region() {
-        Some(region) => region.settled().map_or_else(generation, |(_, g)| g),
+        Some(region) => match region.settled() {
+            Some((flags, _)) if flags & device::VMCLOCK_FLAG_VM_GEN_COUNTER_PRESENT == 0 => {
+                lapse();
+                generation()
+            }
+            Some((_, g)) => g,
+            None => generation(),
+        },
         None => generation(),
     }
+}
+
+/// The counter is no longer kept: reads follow the fallback counter from now on, and the
+/// protection is reported as manual only.
+#[cold]
+fn lapse() {
+    COUNTER
+        .0
+        .store(core::ptr::addr_of!(UNMAPPED).cast_mut(), Ordering::Release);
+    PROBE.store(MANUAL_ONLY, Ordering::Release);
 }
 
 /// The mapped device page, if any.
