@@ -66,3 +66,5 @@ pub(crate) fn fill(dest: &mut [u8]) -> Result<(), Error> {
 
 #[cfg(all(any(target_os = "linux", target_os = "android"), not(miri)))]
 mod linux;
+
+pub(crate) mod diversifier;

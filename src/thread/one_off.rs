@@ -37,6 +37,9 @@ pub(crate) fn one_off_fill(dest: &mut [u8], why: OneOff) -> Result<(), Error> {
     let mut s = [0u8; KEY_LEN];
     let draw = Os.seed(&mut s);
     one_off.mix_key(&s);
+    // The counter and clocks, as at every seed (`entropy::diversifier`).
+    crate::entropy::diversifier::diversifier(&mut s, false);
+    one_off.mix_key(&s);
     s.zeroize();
     if let Err(e) = draw {
         one_off.wipe();

@@ -4,6 +4,7 @@
 
 use super::schedule::{Clock, Lifecycle, Monotonic};
 use crate::Error;
+use crate::entropy::diversifier::diversifier;
 use crate::entropy::{Entropy, Os};
 use crate::fork;
 use crate::generator::{FkeState, KEY_LEN};
@@ -105,6 +106,8 @@ impl ThreadState {
                 let mut s = [0u8; KEY_LEN];
                 if let Ok(draw) = os.seed(&mut s) {
                     fke.mix_key(&s);
+                    diversifier(&mut s, false);
+                    fke.mix_key(&s);
                     life.restart(draw, now);
                 }
                 s.zeroize();
@@ -125,6 +128,11 @@ impl ThreadState {
         let generation = snapshot::settled_generation();
         let mut s = [0u8; KEY_LEN];
         let draw = os.seed(&mut s)?;
+        self.fke.mix_key(&s);
+        // `K ⊕ S ⊕ D`: clones of one VM snapshot whose kernels give the same `S` still get
+        // different keys (`entropy::diversifier`); the CPU's generator is read at the
+        // reseeds of a seeded state (a restore, a fork, `reseed_all`, `fkrng::reseed`).
+        diversifier(&mut s, self.life.seeded);
         self.fke.mix_key(&s);
         s.zeroize();
         self.life.seeded = true;

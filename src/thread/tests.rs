@@ -1,6 +1,6 @@
 use super::schedule::{Clock, RESEED_INTERVAL_NS, RESEED_MIN_BYTES};
 use super::*;
-use crate::generator::KEY_LEN;
+use crate::generator::{FkeState, KEY_LEN};
 use crate::memory::Advice;
 use crate::snapshot;
 use crate::test_hooks::entropy::FakeEntropy;
@@ -287,8 +287,9 @@ fn reseed_mixes_the_key_and_discards_the_buffer() {
     let s = [0xc3; KEY_LEN];
     let mut os = FakeEntropy::fixed(s, 7);
     a.reseed(&mut os, &clock).unwrap();
-    let mixed: Vec<u8> = key_before.iter().zip(&s).map(|(k, s)| k ^ s).collect();
-    assert_eq!(a.fke.key()[..], mixed[..], "K = K XOR S");
+    let d = crate::entropy::diversifier::LAST.get();
+    let mixed: Vec<u8> = (0..KEY_LEN).map(|i| key_before[i] ^ s[i] ^ d[i]).collect();
+    assert_eq!(a.fke.key()[..], mixed[..], "K = K XOR S XOR D");
     assert_eq!(a.fke.available(), 0);
     assert!(a.fke.buffer().iter().all(|&x| x == 0), "buffer wiped");
     assert_eq!(a.life.budget, RESEED_MIN_BYTES + 7);
@@ -298,6 +299,42 @@ fn reseed_mixes_the_key_and_discards_the_buffer() {
     a.fill_slow(&mut x, &mut quiet, &clock).unwrap();
     b.fill_slow(&mut y, &mut quiet, &clock).unwrap();
     assert_ne!(x, y);
+}
+
+/// Two clones of one VM snapshot: the same state, and kernels that give both the same seed
+/// bytes `S` at the reseed a restore triggers. Their keys still differ, since the reseed
+/// mixes in what differs between them (the cycle counter and clocks, and the CPU's
+/// generator where it has one). With `K ⊕ S` alone both clones would serve the same bytes.
+#[test]
+fn clones_given_the_same_seed_bytes_diverge() {
+    let _epoch = steady_epoch();
+    let clock = FakeClock(Cell::new(0));
+    let mut parent = ThreadState::zeroed();
+    parent
+        .fill_slow(
+            &mut [0u8; 8],
+            &mut FakeEntropy::fixed([0x11; KEY_LEN], 0),
+            &clock,
+        )
+        .unwrap();
+    // The snapshot: two byte-for-byte copies of the state.
+    let mut clones = [ThreadState::zeroed(), ThreadState::zeroed()];
+    let mut outputs = Vec::new();
+    for clone in clones.iter_mut() {
+        clone.fke = FkeState::new(*parent.fke.key());
+        clone.life.seeded = true;
+        // The restore's reseed, with the same bytes from both kernels.
+        clone
+            .reseed(&mut FakeEntropy::fixed([0x22; KEY_LEN], 0), &clock)
+            .unwrap();
+        let mut out = [0u8; 64];
+        clone
+            .fill_slow(&mut out, &mut FakeEntropy::failing(), &clock)
+            .unwrap();
+        outputs.push((*clone.fke.key(), out));
+    }
+    assert_ne!(outputs[0].0, outputs[1].0, "the clones' keys");
+    assert_ne!(outputs[0].1, outputs[1].1, "the clones' output");
 }
 
 #[test]
