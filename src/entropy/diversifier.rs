@@ -34,12 +34,14 @@ pub(crate) fn diversifier(d: &mut [u8; KEY_LEN], cpu_rng: bool) {
     d[..8].copy_from_slice(&cycle_counter().to_le_bytes());
     d[8..16].copy_from_slice(&clocks().to_le_bytes());
     if cpu_rng {
-        // Three words, the first over the clocks' (XOR keeps both).
+        // Three words, the first over the clocks' (XOR keeps both). The CPU's words become
+        // key material: the one copy made here is wiped.
         for chunk in d[8..].chunks_exact_mut(8) {
-            let mut word = [0u8; 8];
-            word.copy_from_slice(chunk);
-            let mixed = u64::from_le_bytes(word) ^ cpu_random_word().unwrap_or(0);
-            chunk.copy_from_slice(&mixed.to_le_bytes());
+            let mut word = cpu_random_word().unwrap_or(0).to_le_bytes();
+            for (b, w) in chunk.iter_mut().zip(&word) {
+                *b ^= w;
+            }
+            zeroize::Zeroize::zeroize(&mut word);
         }
     }
     #[cfg(test)]
