@@ -204,7 +204,10 @@ mod tests {
     /// the CPU has a generator. (Miri reads no counter, clock or CPU generator: there `D` is
     /// zero.)
     #[test]
-    #[cfg_attr(miri, ignore = "Miri has no cycle counter, clock or CPU generator here")]
+    #[cfg_attr(
+        miri,
+        ignore = "Miri has no cycle counter, clock or CPU generator here"
+    )]
     fn diversifiers_differ_between_calls() {
         let mut a = [0u8; KEY_LEN];
         let mut b = [0u8; KEY_LEN];

@@ -306,7 +306,10 @@ fn reseed_mixes_the_key_and_discards_the_buffer() {
 /// mixes in what differs between them (the cycle counter and clocks, and the CPU's
 /// generator where it has one). With `K ⊕ S` alone both clones would serve the same bytes.
 #[test]
-#[cfg_attr(miri, ignore = "Miri has no cycle counter, clock or CPU generator here")]
+#[cfg_attr(
+    miri,
+    ignore = "Miri has no cycle counter, clock or CPU generator here"
+)]
 fn clones_given_the_same_seed_bytes_diverge() {
     let _epoch = steady_epoch();
     let clock = FakeClock(Cell::new(0));
