@@ -71,7 +71,7 @@ mod filtered {
         };
         // SAFETY: plain prctl and seccomp calls; `program` points at `filter`, which lives
         // across the call (the kernel copies the program).
-        let installed = unsafe {
+        unsafe {
             libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0
                 && libc::syscall(
                     libc::SYS_seccomp,
@@ -79,8 +79,7 @@ mod filtered {
                     0,
                     &program as *const libc::sock_fprog,
                 ) == 0
-        };
-        installed
+        }
     }
 
     /// Calls `f`, which must panic, and returns the line its panic named in this file.
