@@ -185,7 +185,14 @@ fn cpu_random_word() -> Option<u64> {
 #[cfg(all(target_arch = "x86_64", not(miri)))]
 #[target_feature(enable = "rdseed")]
 fn rdseed(v: &mut u64) -> i32 {
-    core::arch::x86_64::_rdseed64_step(v)
+    // Newer compilers let this function call the intrinsic without `unsafe`; Rust 1.89, the
+    // minimum version, requires the block.
+    #[allow(unused_unsafe)]
+    // SAFETY: this function is compiled for the feature the intrinsic needs; `v` is a valid
+    // out-pointer.
+    unsafe {
+        core::arch::x86_64::_rdseed64_step(v)
+    }
 }
 
 /// `RDRAND` for one 64-bit word: 1 on success. (Callable only where the CPU has
@@ -193,7 +200,14 @@ fn rdseed(v: &mut u64) -> i32 {
 #[cfg(all(target_arch = "x86_64", not(miri)))]
 #[target_feature(enable = "rdrand")]
 fn rdrand(v: &mut u64) -> i32 {
-    core::arch::x86_64::_rdrand64_step(v)
+    // Newer compilers let this function call the intrinsic without `unsafe`; Rust 1.89, the
+    // minimum version, requires the block.
+    #[allow(unused_unsafe)]
+    // SAFETY: this function is compiled for the feature the intrinsic needs; `v` is a valid
+    // out-pointer.
+    unsafe {
+        core::arch::x86_64::_rdrand64_step(v)
+    }
 }
 
 #[cfg(test)]
