@@ -107,6 +107,14 @@ fn cycle_counter() -> u64 {
 /// Attempts of `RDSEED`, `RDRAND` or `RNDR` before giving up on a word. Intel documents that
 /// `RDRAND` failing ten times in a row means a broken CPU; `RDSEED` fails more often under
 /// load, and then `RDRAND` is tried.
+#[cfg(any(
+    all(target_arch = "x86_64", not(miri)),
+    all(
+        target_arch = "aarch64",
+        not(miri),
+        any(target_os = "linux", target_os = "android")
+    )
+))]
 const RETRIES: usize = 10;
 
 #[cfg(all(target_arch = "x86_64", not(miri)))]
