@@ -85,13 +85,16 @@ extern "C" fn atfork_parent() {
         FORKS_UNDER_WAY.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
 }
 
-/// Runs in the child after the fork: a new epoch (the child's reads reseed), and no fork
-/// under way (the forks other threads of the parent had under way do not continue here).
+/// Runs in the child after the fork: a new epoch (the child's reads reseed), no fork under
+/// way (the forks other threads of the parent had under way do not continue here), and the
+/// state slots of the parent's other threads returned to the pool.
 #[cfg(all(unix, not(miri)))]
 extern "C" fn atfork_child() {
-    // Async-signal-safe: two atomic stores.
+    // Async-signal-safe: atomic updates only.
     bump_epoch();
     FORKS_UNDER_WAY.store(0, Ordering::Relaxed);
+    // The parent's other threads do not exist here: their state slots become free.
+    crate::thread::reset_pool_after_fork();
 }
 
 const HANDLERS_UNREGISTERED: u8 = 0;

@@ -131,34 +131,46 @@ fn first_read_of_a_thread_from_a_destructor() {
     check_fresh(&[], &at_exit);
 }
 
-/// An exiting thread leaves its wiped state for the next new thread: twenty threads spawned
-/// one after another all set up in the pages of the one before (no new mapping), each seeds
-/// from the OS exactly once at its first read, and their outputs all differ.
+/// An exiting thread returns its zeroed slot to the state pool for the next new thread:
+/// twenty threads spawned one after another all lease the slot of the one before (the pool
+/// maps no chunk), each seeds from the OS exactly once at its first read, and their outputs
+/// all differ.
 #[cfg(target_os = "linux")]
 #[test]
 fn exited_threads_states_are_reused_and_reseeded() {
     fkrng::test_hooks::snapshot::stand_in_from_env();
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let read_in_new_thread = || {
-        std::thread::spawn(fkrng::array::<32>)
-            .join()
-            .expect("reader thread")
+        std::thread::spawn(|| {
+            let bytes = fkrng::array::<32>();
+            (
+                bytes,
+                fkrng::test_hooks::memory::state_range().expect("a slot").0,
+            )
+        })
+        .join()
+        .expect("reader thread")
     };
-    // Leaves at least one spare state behind.
-    read_in_new_thread();
-    let mapped = fkrng::test_hooks::counters::states_mapped();
-    let reused = fkrng::test_hooks::counters::states_reused();
+    // Leaves at least one free slot behind.
+    let (_, first_slot) = read_in_new_thread();
+    let chunks = fkrng::test_hooks::counters::chunks_mapped();
+    let set_up = fkrng::test_hooks::counters::states_set_up();
     let os_reads = fkrng::test_hooks::counters::os_reads();
-    let values: Vec<[u8; 32]> = (0..20).map(|_| read_in_new_thread()).collect();
+    let (values, slots): (Vec<[u8; 32]>, Vec<usize>) =
+        (0..20).map(|_| read_in_new_thread()).unzip();
     assert_eq!(
-        fkrng::test_hooks::counters::states_mapped() - mapped,
+        fkrng::test_hooks::counters::chunks_mapped() - chunks,
         0,
-        "new mappings"
+        "new chunks"
     );
     assert_eq!(
-        fkrng::test_hooks::counters::states_reused() - reused,
+        fkrng::test_hooks::counters::states_set_up() - set_up,
         20,
-        "reused states"
+        "states set up"
+    );
+    assert!(
+        slots.iter().all(|&s| s == first_slot),
+        "slots leased: {slots:x?}"
     );
     assert_eq!(
         fkrng::test_hooks::counters::os_reads() - os_reads,

@@ -3,8 +3,10 @@
 //! threads making no read (`none`) and reading `rand::rng()` instead (`rand`).
 //!
 //! Usage: `thread_memory fkrng|rand|none [THREADS]`. Prints
-//! `reader=… threads=… rss_growth_kib=… per_thread_bytes=…`; the difference between a
-//! reader's figure and `none`'s is what the generator costs per thread. For `fkrng` the
+//! `reader=… threads=… rss_growth_kib=… per_thread_bytes=… maps_growth=…`: the growth of the
+//! resident memory and of the kernel mappings (lines of `/proc/self/maps`) while the threads
+//! wait; the difference between a reader's figures and `none`'s is what the generator costs
+//! per thread. For `fkrng` the
 //! line goes on with the sizes of one thread's generator, from the test hooks (builds with
 //! the `test-hooks` feature, as `scripts/bench.sh` builds it):
 //! `state_bytes=… storage_bytes=… thread_local_bytes=…`.
@@ -20,6 +22,12 @@ fn rss_kib() -> u64 {
     // SAFETY: sysconf has no preconditions.
     let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as u64;
     pages * page / 1024
+}
+
+/// Kernel mappings of this process: the lines of `/proc/self/maps` (Linux).
+fn mappings() -> u64 {
+    let maps = std::fs::read_to_string("/proc/self/maps").expect("/proc/self/maps");
+    maps.lines().count() as u64
 }
 
 /// One thread's generator sizes after `read`, as the rest of the output line; `None` for a
@@ -71,7 +79,8 @@ fn main() {
     let all_read = Barrier::new(threads + 1);
     let release = Barrier::new(threads + 1);
     let before = rss_kib();
-    let grown = std::thread::scope(|s| {
+    let maps_before = mappings();
+    let (grown, maps_grown) = std::thread::scope(|s| {
         for i in 0..threads {
             let spawned = std::thread::Builder::new()
                 .stack_size(64 << 10)
@@ -92,14 +101,16 @@ fn main() {
         }
         all_read.wait();
         let grown = rss_kib().saturating_sub(before);
+        let maps_grown = mappings().saturating_sub(maps_before);
         release.wait();
-        grown
+        (grown, maps_grown)
     });
     // After the measurement: this thread's state, spare once it exits, would otherwise be
     // taken by the first measured thread instead of new pages.
     let state = state_figures(read);
     print!(
-        "reader={reader} threads={threads} rss_growth_kib={grown} per_thread_bytes={}",
+        "reader={reader} threads={threads} rss_growth_kib={grown} per_thread_bytes={} \
+         maps_growth={maps_grown}",
         grown * 1024 / threads as u64
     );
     println!("{}", state.unwrap_or_default());

@@ -1,5 +1,5 @@
-//! The state's memory on Linux and Android: an anonymous private mapping of whole pages per
-//! state, marked `MADV_WIPEONFORK` (Linux 4.14) and `MADV_DONTDUMP` (Linux 3.4), and the
+//! The state's memory on Linux and Android: anonymous private mappings of whole pages (the
+//! state pool's chunks), marked `MADV_WIPEONFORK` (Linux 4.14) and `MADV_DONTDUMP` (Linux 3.4), and the
 //! `/proc/self/smaps` lookup that shows whether the kernel honours the first (made only
 //! when [`crate::fork_protection`] asks, never by a read).
 
@@ -72,6 +72,21 @@ pub(crate) fn page_size() -> usize {
     // SAFETY: sysconf has no preconditions.
     let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
     usize::try_from(size).unwrap_or(4096).max(4096)
+}
+
+/// The unit that no pooled state straddles: the page size, asked once and then kept (so
+/// that the fork child handler, which must be async-signal-safe, makes no library call).
+pub(super) fn unit() -> usize {
+    use core::sync::atomic::{AtomicUsize, Ordering};
+    static PAGE: AtomicUsize = AtomicUsize::new(0);
+    match PAGE.load(Ordering::Relaxed) {
+        0 => {
+            let page = page_size();
+            PAGE.store(page, Ordering::Relaxed);
+            page
+        }
+        page => page,
+    }
 }
 
 /// The `VmFlags` of the mapping that contains `addr`, from `/proc/self/smaps` (the kernel

@@ -1,5 +1,6 @@
-//! The state's memory: page-backed storage for one thread's generator, zero-initialised,
-//! and on Linux and Android marked wipe-on-fork and do-not-dump.
+//! The state's memory: the pool that thread states are carved from ([`StatePool`], many
+//! states to a chunk, zero-initialised), its chunks on Linux and Android marked
+//! wipe-on-fork and do-not-dump.
 //!
 //! - **Wipe-on-fork (Linux 4.14 and later).** The kernel hands a child zero pages at the
 //!   address of an `MADV_WIPEONFORK` mapping (`madvise(2)`); a zeroed state reads as empty and
@@ -13,15 +14,14 @@
 //!   of the generator opens anything under `/proc`: a read needs only the advice accepted,
 //!   and the atfork epoch covers `fork()` either way.
 //!
-//! The OS-specific part is one small seam, one file per backend, picked here: `linux.rs`
-//! (an anonymous private mapping per state) and `other.rs` (a zeroed heap allocation, every
-//! other OS; also compiled on Linux for its unit test). Each backend provides `map` (zeroed
-//! storage for a layout, with the advice applied, reporting whether wipe-on-fork was
-//! accepted), `probe_honoured` (whether the OS shows the advice in force on a probe page of
+//! The pool (`pool.rs`) is the same everywhere; the OS-specific part is one small seam, one
+//! file per backend, picked here: `linux.rs` (anonymous private mappings) and `other.rs`
+//! (zeroed heap allocations, every other OS; also compiled on Linux for its unit test).
+//! Each backend provides `map` (zeroed storage for a layout, with the advice applied,
+//! reporting whether wipe-on-fork was accepted), `unit` (the page size that no state may
+//! straddle), `probe_honoured` (whether the OS shows the advice in force on a probe page of
 //! its own) and `unmap`.
 
-use core::alloc::Layout;
-use core::ptr::NonNull;
 use core::sync::atomic::{AtomicU8, Ordering};
 
 // Under Miri, which cannot run `mmap` advice or read `/proc`, the heap backend of other
@@ -34,6 +34,9 @@ use linux as os;
 mod other;
 #[cfg(any(not(any(target_os = "linux", target_os = "android")), miri))]
 use other as os;
+mod pool;
+
+pub(crate) use pool::{Lease, StatePool};
 
 #[cfg(all(
     any(
@@ -91,74 +94,22 @@ pub(crate) enum Advice {
     /// Wipe-on-fork and do-not-dump: every state of the library.
     WipeOnFork,
     /// Do-not-dump only, as on a system without wipe-on-fork: lets the tests show that the
-    /// atfork epoch alone reseeds a forked child. Such pages are never spare for another
-    /// thread, and leave the process-wide finding of [`wipe_on_fork`] untouched.
+    /// atfork epoch alone reseeds a forked child. Such chunks form a pool of their own,
+    /// and leave the process-wide finding of [`wipe_on_fork`] untouched.
     #[cfg(test)]
     DontDumpOnly,
 }
 
-/// Page-backed storage for one `T`, zero-initialised (see the module documentation).
-pub(crate) struct Pages<T> {
-    ptr: NonNull<T>,
-    /// Bytes of the storage (whole pages on Linux).
-    len: usize,
-    advice: Advice,
-}
-
-// SAFETY: `Pages<T>` owns its storage exclusively, as a `Box<T>` does (no other handle to
-// the mapping exists, and dropping it unmaps it once), so it may move to another thread
-// whenever `T` may.
-unsafe impl<T: Send> Send for Pages<T> {}
-
-impl<T> Pages<T> {
-    /// Maps zeroed storage for a `T` with `advice`. `T` must be valid when all-zero and not
-    /// zero-sized. `None` when the OS refuses the memory.
-    pub(crate) fn new_zeroed(advice: Advice) -> Option<Self> {
-        let (ptr, len, wiped) = os::map(Layout::new::<T>(), advice)?;
-        if advice == Advice::WipeOnFork {
-            if !wiped {
-                WIPE_ON_FORK.store(NOT_HONOURED, Ordering::Relaxed);
-            } else {
-                // The first accepted advice; the check against smaps waits until asked.
-                let _ = WIPE_ON_FORK.compare_exchange(
-                    UNKNOWN,
-                    ACCEPTED,
-                    Ordering::Relaxed,
-                    Ordering::Relaxed,
-                );
-            }
-        }
-        Some(Pages {
-            ptr: ptr.cast(),
-            len,
-            advice,
-        })
+/// Records what a new chunk's `advice` came to: a refused `MADV_WIPEONFORK` means no
+/// wipe-on-fork for the process; the first accepted one waits for [`wipe_on_fork`]'s check.
+fn note_advice(advice: Advice, wiped: bool) {
+    if advice != Advice::WipeOnFork {
+        return;
     }
-
-    /// The stored value's address (valid until `self` is dropped).
-    pub(crate) fn as_ptr(&self) -> *mut T {
-        self.ptr.as_ptr()
-    }
-
-    /// The advice the storage was mapped with.
-    pub(crate) fn advice(&self) -> Advice {
-        self.advice
-    }
-
-    /// The storage's address range (the whole mapping on Linux), for tests that inspect
-    /// `/proc/self/smaps` or every byte of a released state, and for the memory figures of
-    /// [`crate::test_hooks::memory`].
-    #[cfg(any(test, feature = "test-hooks"))]
-    pub(crate) fn range(&self) -> (usize, usize) {
-        let start = self.ptr.as_ptr() as usize;
-        (start, start + self.len)
-    }
-}
-
-impl<T> Drop for Pages<T> {
-    fn drop(&mut self) {
-        // SAFETY: `ptr` and `len` come from `os::map` for this layout, and the storage is
-        // released exactly once; no reference into it outlives `self`.
-        unsafe { os::unmap(self.ptr.cast(), self.len, Layout::new::<T>()) }
+    if !wiped {
+        WIPE_ON_FORK.store(NOT_HONOURED, Ordering::Relaxed);
+    } else {
+        let _ =
+            WIPE_ON_FORK.compare_exchange(UNKNOWN, ACCEPTED, Ordering::Relaxed, Ordering::Relaxed);
     }
 }

@@ -1,6 +1,6 @@
 //! The state's memory on systems without `mmap` wipe-on-fork pages (every OS but Linux and
-//! Android, and Linux under Miri): one zeroed heap allocation per state, with no advice to
-//! give. Compiled on Linux for its unit test too.
+//! Android, and Linux under Miri): the state pool's chunks are zeroed heap allocations, with
+//! no advice to give. Compiled on Linux for its unit test too.
 
 #![cfg_attr(
     all(any(target_os = "linux", target_os = "android"), not(miri)),
@@ -15,12 +15,18 @@ use core::ptr::NonNull;
 /// `None` when the allocator refuses.
 ///
 /// # Panics
-/// If `layout` is zero-sized (the thread state holds a 1024-byte block).
+/// If `layout` is zero-sized (a chunk is 64 KiB).
 pub(super) fn map(layout: Layout, _advice: Advice) -> Option<(NonNull<u8>, usize, bool)> {
     assert!(layout.size() > 0, "zero-sized state");
     // SAFETY: the layout is not zero-sized (checked above).
     let raw = unsafe { std::alloc::alloc_zeroed(layout) };
     Some((NonNull::new(raw)?, layout.size(), false))
+}
+
+/// The unit that no pooled state straddles: 4096 bytes (there are no pages to respect on
+/// the heap; the figure keeps the pool's layout the same everywhere).
+pub(super) fn unit() -> usize {
+    4096
 }
 
 /// No OS check exists here: never honoured.

@@ -15,8 +15,8 @@ static OS_READS: AtomicU64 = AtomicU64::new(0);
 static ONE_OFF_INTERRUPTED: AtomicU64 = AtomicU64::new(0);
 static ONE_OFF_UNAVAILABLE: AtomicU64 = AtomicU64::new(0);
 static ONE_OFF_FORK_UNDER_WAY: AtomicU64 = AtomicU64::new(0);
-static STATES_MAPPED: AtomicU64 = AtomicU64::new(0);
-static STATES_REUSED: AtomicU64 = AtomicU64::new(0);
+static CHUNKS_MAPPED: AtomicU64 = AtomicU64::new(0);
+static STATES_SET_UP: AtomicU64 = AtomicU64::new(0);
 static SNAPSHOT_RESEEDS: AtomicU64 = AtomicU64::new(0);
 static SIGNAL_FRAMES_WIPED: AtomicU64 = AtomicU64::new(0);
 
@@ -32,12 +32,12 @@ pub(crate) fn count_one_off(why: OneOff) {
     };
 }
 
-pub(crate) fn count_state_set_up(reused: bool) {
-    if reused {
-        STATES_REUSED.fetch_add(1, Relaxed);
-    } else {
-        STATES_MAPPED.fetch_add(1, Relaxed);
-    }
+pub(crate) fn count_state_set_up() {
+    STATES_SET_UP.fetch_add(1, Relaxed);
+}
+
+pub(crate) fn count_chunk_mapped() {
+    CHUNKS_MAPPED.fetch_add(1, Relaxed);
 }
 
 #[cfg_attr(
@@ -62,15 +62,15 @@ pub fn signal_frames_wiped() -> u64 {
     SIGNAL_FRAMES_WIPED.load(Relaxed)
 }
 
-/// Thread states set up in newly mapped pages (a thread's first read, when no wiped state
-/// of an exited thread was spare).
-pub fn states_mapped() -> u64 {
-    STATES_MAPPED.load(Relaxed)
+/// Chunks mapped (or allocated) for the state pools: one per 192 thread states with 4 KiB
+/// pages, when no published chunk had a free slot.
+pub fn chunks_mapped() -> u64 {
+    CHUNKS_MAPPED.load(Relaxed)
 }
 
-/// Thread states set up in the wiped pages of an exited thread.
-pub fn states_reused() -> u64 {
-    STATES_REUSED.load(Relaxed)
+/// Thread states set up in a slot of the state pool (a thread's first read).
+pub fn states_set_up() -> u64 {
+    STATES_SET_UP.load(Relaxed)
 }
 
 /// Requests made to the OS random source by this process's thread-local generators so far:

@@ -5,7 +5,7 @@
 
 use crate::fork;
 use crate::generator::KEY_LEN;
-use crate::memory::{Advice, Pages};
+use crate::memory::{Advice, Lease};
 use crate::thread::{STATE, Slot, ThreadState, set_up};
 use core::ptr;
 
@@ -77,7 +77,7 @@ pub(crate) fn releases() -> std::sync::MutexGuard<'static, Vec<Release>> {
 
 /// Checks every byte of the state's pages (the whole mapping on Linux) just before
 /// they are released.
-pub(crate) fn record_release(before: Before, pages: &Pages<Slot>) {
+pub(crate) fn record_release(before: Before, pages: &Lease<Slot>) {
     let base = pages.as_ptr().cast::<u8>();
     let addr = base as usize;
     let len = pages.range().1 - addr;

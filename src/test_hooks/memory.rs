@@ -1,7 +1,7 @@
 //! What one thread's generator costs in memory, for the memory figures of the benchmarks
 //! (`benches/harness/thread_memory.rs`).
 
-use crate::memory::Pages;
+use crate::memory::Lease;
 use crate::thread::{OWNER, STATE, Slot};
 
 /// The memory of the calling thread's generator, in bytes.
@@ -9,9 +9,9 @@ use crate::thread::{OWNER, STATE, Slot};
 pub struct StateMemory {
     /// The state itself: key, buffer, counters and the re-entrancy flag.
     pub state: usize,
-    /// The storage that holds it: whole pages on Linux and Android (wipe-on-fork advice
-    /// applies to pages, so a state shares its pages with nothing else); the allocation
-    /// elsewhere.
+    /// The pool memory it takes: its share of a page of the state pool (a 4 KiB page holds
+    /// three states; the page's tail beyond them is unused), or of a 4096-byte unit of a
+    /// heap chunk elsewhere.
     pub storage: usize,
     /// The two thread-local values (the state pointer and the storage's owner), present in
     /// every thread of a program that links the library, whether or not it reads; the
@@ -23,21 +23,43 @@ pub struct StateMemory {
 pub fn state_memory() -> Option<StateMemory> {
     Some(StateMemory {
         state: size_of::<Slot>(),
-        storage: state_range().map(|(start, end)| end - start)?,
+        storage: OWNER
+            .try_with(|owner| {
+                let lease = owner.0.take();
+                let share = lease.as_ref().map(Lease::share);
+                owner.0.set(lease);
+                share
+            })
+            .ok()
+            .flatten()?,
         thread_locals: STATE.with(size_of_val) + OWNER.with(size_of_val),
     })
 }
 
-/// The address range of the calling thread's state storage (the whole mapping on Linux);
+/// The address range of the calling thread's state slot in the state pool (1216 bytes);
 /// `None` before its first read and after its exit.
-pub(crate) fn state_range() -> Option<(usize, usize)> {
+pub fn state_range() -> Option<(usize, usize)> {
     OWNER
         .try_with(|owner| {
             let pages = owner.0.take();
-            let range = pages.as_ref().map(Pages::range);
+            let range = pages.as_ref().map(Lease::range);
             owner.0.set(pages);
             range
         })
         .ok()
         .flatten()
+}
+
+/// Leaves the calling thread's slot marked busy, as a read does that a signal handler's
+/// `siglongjmp` abandoned: the thread's later reads take the one-off path. Returns the
+/// slot's address; `None` before the thread's first read and after its exit.
+pub fn abandon_read() -> Option<usize> {
+    let p = STATE.get();
+    if p.is_null() || p == crate::thread::UNAVAILABLE {
+        return None;
+    }
+    // SAFETY: a non-null slot other than UNAVAILABLE is this thread's live slot (as in
+    // `thread::try_fill`); the flag is an atomic, and no read is under way on this thread.
+    unsafe { (*p).busy.store(true, core::sync::atomic::Ordering::Relaxed) };
+    Some(p as usize)
 }

@@ -2,15 +2,15 @@
 //! the OS, reseeded periodically, after `fork` and on demand, and served without a system
 //! call, a lock, an atomic read-modify-write or a heap allocation on the small-read path.
 //!
-//! The thread-local slot holds only a pointer ([`STATE`]); the state itself lives in pages
-//! from [`crate::memory::Pages`] (wipe-on-fork and do-not-dump on Linux). A second thread-local
-//! ([`OWNER`]) owns those pages and, when the thread exits, wipes the state, unmaps it and
-//! marks the slot torn down, so that reads from later thread-local destructors take
-//! [`one_off::one_off_fill`].
+//! The thread-local slot holds only a pointer ([`STATE`]); the state itself lives in a slot
+//! leased from the state pool [`STATES`] ([`crate::memory::StatePool`]: many states to a
+//! chunk, wipe-on-fork and do-not-dump on Linux). A second thread-local ([`OWNER`]) holds
+//! the lease and, when the thread exits, marks the thread's slot torn down (so that reads
+//! from later thread-local destructors take [`one_off::one_off_fill`]), then zeroes the
+//! whole slot and returns it to the pool.
 
 mod one_off;
 mod schedule;
-mod spare;
 mod state;
 #[cfg(test)]
 mod tests;
@@ -20,7 +20,7 @@ pub use schedule::{RESEED_INTERVAL_NS, RESEED_MIN_BYTES};
 use crate::Error;
 use crate::entropy::Os;
 use crate::fork;
-use crate::memory::{Advice, Pages};
+use crate::memory::{Advice, Lease, StatePool};
 use core::cell::Cell;
 use core::ptr;
 use core::sync::atomic::{Ordering, compiler_fence};
@@ -32,31 +32,70 @@ pub(crate) use state::{Slot, ThreadState};
 /// Marks a slot whose state was released at thread exit (or is being set up).
 pub(crate) const UNAVAILABLE: *mut Slot = ptr::dangling_mut();
 
-/// Owns a thread's state pages; its destructor wipes and releases them at thread exit.
-pub(crate) struct Owner(pub(crate) Cell<Option<Pages<Slot>>>);
+/// Every thread's state: slots of wipe-on-fork chunks (40 KiB of claim words and chunk
+/// addresses; the chunks are mapped as threads need them).
+static STATES: StatePool<Slot> = StatePool::new(Advice::WipeOnFork);
+
+/// The states that tests set up without wipe-on-fork, in chunks of their own: such slots
+/// never reach a thread that asked for wipe-on-fork.
+#[cfg(test)]
+static STATES_WITHOUT_WIPE_ON_FORK: StatePool<Slot> = StatePool::new(Advice::DontDumpOnly);
+
+fn pool(advice: Advice) -> &'static StatePool<Slot> {
+    match advice {
+        Advice::WipeOnFork => &STATES,
+        #[cfg(test)]
+        Advice::DontDumpOnly => &STATES_WITHOUT_WIPE_ON_FORK,
+    }
+}
+
+/// Holds a thread's lease of its state slot; its destructor zeroes the slot and returns it
+/// to the pool at thread exit.
+pub(crate) struct Owner(pub(crate) Cell<Option<Lease<Slot>>>);
 
 impl Drop for Owner {
     fn drop(&mut self) {
-        if let Some(pages) = self.0.take() {
+        if let Some(lease) = self.0.take() {
             STATE.set(UNAVAILABLE);
             // A signal handler that runs from here on must find the slot released, not a
             // half-wiped state: keep the compiler from moving the store past the wipe.
             compiler_fence(Ordering::SeqCst);
-            #[cfg(test)]
-            // SAFETY: the pages hold an initialised `Slot` and are still mapped.
-            let before =
-                crate::test_hooks::lifecycle::Before::of(unsafe { &(*pages.as_ptr()).state });
             // No flag protocol here: a thread-local destructor never runs inside a read on
             // its thread, and a handler that interrupts it from now on finds the slot
-            // released and takes the one-off path.
-            // SAFETY: the pages hold an initialised `Slot`; the thread slot no longer points
-            // to it, so no other reference exists on this thread (and none on others).
-            unsafe { (*pages.as_ptr()).state.wipe() };
+            // released and takes the one-off path. A read that a `siglongjmp` abandoned
+            // left the busy flag set: the whole slot is zeroed, flag included, so the next
+            // thread to lease it reads at full speed.
             #[cfg(test)]
-            crate::test_hooks::lifecycle::record_release(before, &pages);
-            spare::put(pages);
+            {
+                // SAFETY: the slot holds an initialised `Slot`; the thread slot no longer
+                // points to it, so no other reference exists.
+                let before =
+                    crate::test_hooks::lifecycle::Before::of(unsafe { &(*lease.as_ptr()).state });
+                lease.wipe();
+                crate::test_hooks::lifecycle::record_release(before, &lease);
+            }
+            // Zeroes the whole slot, then releases it.
+            drop(lease);
         }
     }
+}
+
+/// The fork child handler's part: the pool's claims of the parent's other threads are
+/// cleared, so that their slots serve the child's new threads. When the forking thread is
+/// setting up or releasing its state (a fork from a signal handler that interrupted that),
+/// which slot it holds is not known: every claim is left as it was (those slots stay
+/// unused in the child, never shared). Async-signal-safe: atomic loads and stores.
+pub(crate) fn reset_pool_after_fork() {
+    let Ok(p) = STATE.try_with(Cell::get) else {
+        return;
+    };
+    if p == UNAVAILABLE {
+        return;
+    }
+    let keep = (!p.is_null()).then_some(p.cast_const());
+    STATES.reset_after_fork(keep);
+    #[cfg(test)]
+    STATES_WITHOUT_WIPE_ON_FORK.reset_after_fork(keep);
 }
 
 std::thread_local! {
@@ -162,9 +201,9 @@ fn fill_without_state(p: *mut Slot, dest: &mut [u8]) -> Result<(), Error> {
     one_off_fill(dest, OneOff::Unavailable)
 }
 
-/// Registers the fork handlers (`register`), then maps this thread's state with `advice`
-/// (or takes a spare one) and registers its owner. `Ok(None)` if the memory is refused or
-/// the thread is exiting (the slot is then left for a later try or marked unavailable).
+/// Registers the fork handlers (`register`), then leases this thread's state slot from the
+/// pool for `advice` and registers its owner. `Ok(None)` if the memory is refused or the
+/// thread is exiting (the slot is then left for a later try or marked unavailable).
 ///
 /// # Errors
 /// The registration's error: no state is set up without fork protection, and the slot is
@@ -180,17 +219,16 @@ pub(crate) fn set_up(
         STATE.set(ptr::null_mut());
         return Err(e);
     }
-    let spare = spare::take(advice);
-    #[cfg(any(test, feature = "test-hooks"))]
-    crate::test_hooks::counters::count_state_set_up(spare.is_some());
-    let Some(pages) = spare.or_else(|| Pages::<Slot>::new_zeroed(advice)) else {
+    let Some(lease) = pool(advice).lease() else {
         STATE.set(ptr::null_mut());
         return Ok(None);
     };
-    let p = pages.as_ptr();
-    // Fails only once this thread's destructors have run; the pages are then released
-    // and the slot stays unavailable.
-    if OWNER.try_with(|owner| owner.0.set(Some(pages))).is_err() {
+    #[cfg(any(test, feature = "test-hooks"))]
+    crate::test_hooks::counters::count_state_set_up();
+    let p = lease.as_ptr();
+    // Fails only once this thread's destructors have run; the slot is then released and
+    // the thread's slot stays unavailable.
+    if OWNER.try_with(|owner| owner.0.set(Some(lease))).is_err() {
         return Ok(None);
     }
     STATE.set(p);

@@ -144,14 +144,4 @@ impl ThreadState {
         self.life.restart(draw, clock.now_ns());
         Ok(())
     }
-
-    /// Zeroes every byte of the state, padding included: struct assignments may copy stack
-    /// residue (bytes of earlier seeds or keystream) into padding, so field-by-field zeroing
-    /// is not enough. The result is the empty, unseeded state.
-    pub(super) fn wipe(&mut self) {
-        // SAFETY: `ThreadState` is plain data (byte arrays, integers, bools, no pointers or
-        // `Drop` fields) and the all-zero value is a valid state, as `Pages::new_zeroed`
-        // relies on; `self` is a valid, exclusive pointer to it.
-        unsafe { zeroize::zeroize_flat_type(self as *mut Self) };
-    }
 }

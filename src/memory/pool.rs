@@ -1,0 +1,465 @@
+//! The state pool: thread states carved from shared chunks, many to a chunk, so that a
+//! thread that reads costs a slot of its chunk, not a kernel mapping of its own.
+//!
+//! - **Chunks.** [`CHUNK_LEN`] bytes each (256 KiB on Linux and Android: one anonymous
+//!   mapping with `MADV_WIPEONFORK` and `MADV_DONTDUMP` over the whole of it, so one kernel
+//!   mapping; a zeroed heap allocation elsewhere), mapped when no chunk has a free slot and
+//!   never unmapped. Slots are a whole number of cache lines, packed into each page (or
+//!   4096-byte unit on the heap) from its start and never straddling a page: three
+//!   1216-byte states to a 4 KiB page, 192 to a chunk. A chunk is published by a
+//!   compare-and-swap into the first empty entry of a fixed directory of [`MAX_CHUNKS`];
+//!   entries only ever go from empty to published, so the published chunks are the entries
+//!   before the first empty one.
+//! - **Claims.** Which slots are leased is kept in claim words outside the chunks, in the
+//!   pool's own static memory: a slot is claimed by a compare-and-swap that sets its bit
+//!   and released by clearing the bit, after its every byte was zeroed. Nothing here takes
+//!   a lock, so a signal handler's first read or a forked child never waits on one; a
+//!   thread that finds no free slot and cannot map a chunk gets `None`, and its read takes
+//!   the one-off path.
+//! - **Fork.** A child has only the forking thread. The kernel zeroes every state of a
+//!   wipe-on-fork chunk in the child, the claim words are copied as they were, and the
+//!   child handler ([`StatePool::reset_after_fork`]) clears the claims of every slot but the
+//!   forking thread's own: the slots of threads that do not exist in the child become free
+//!   there. A raw `clone` runs no handler: those claims stay set in that child and its
+//!   slots stay unused (never shared). Where the advice is not honoured, a released slot
+//!   of the child may still hold a parent thread's state, so a slot is zeroed again when it
+//!   is claimed.
+
+use super::{Advice, note_advice, os};
+use core::alloc::Layout;
+use core::marker::PhantomData;
+use core::ptr::{self, NonNull};
+use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+
+/// Bytes of one chunk: 256 KiB on Linux and Android (64 pages of 4 KiB, one mapping), 64
+/// KiB on the heap elsewhere (and under Miri). At least one page.
+pub(crate) const CHUNK_LEN: usize = if cfg!(all(
+    any(target_os = "linux", target_os = "android"),
+    not(miri)
+)) {
+    256 << 10
+} else {
+    64 << 10
+};
+
+/// Chunks a pool holds at most: 1024 (196,608 states of 1216 bytes with 4 KiB pages).
+pub(crate) const MAX_CHUNKS: usize = 1024;
+
+/// Slots per chunk at most, the bits of a chunk's claim words: 256.
+const MAX_SLOTS: usize = 256;
+const WORD_BITS: usize = usize::BITS as usize;
+const CLAIM_WORDS: usize = MAX_SLOTS / WORD_BITS;
+
+/// A directory entry: the chunk's address (null while unpublished) and its claim bits.
+struct Chunk {
+    base: AtomicPtr<u8>,
+    claimed: [AtomicUsize; CLAIM_WORDS],
+}
+
+/// Where slots lie in a chunk, for this system's page size.
+#[derive(Clone, Copy)]
+struct Geometry {
+    /// The unit that no slot straddles: the page size on Linux and Android, 4096 bytes
+    /// elsewhere.
+    unit: usize,
+    /// Bytes from one slot to the next within a unit.
+    stride: usize,
+    /// Slots per unit.
+    per_unit: usize,
+    /// Slots per chunk.
+    slots: usize,
+    /// Bytes per chunk (a whole number of units).
+    len: usize,
+}
+
+impl Geometry {
+    fn of(stride: usize) -> Self {
+        let unit = os::unit();
+        let per_unit = unit / stride;
+        let units = (CHUNK_LEN / unit).max(1);
+        Geometry {
+            unit,
+            stride,
+            per_unit,
+            slots: (units * per_unit).min(MAX_SLOTS),
+            len: units * unit,
+        }
+    }
+
+    /// Offset of slot `i` from its chunk's start.
+    fn offset(&self, i: usize) -> usize {
+        (i / self.per_unit) * self.unit + (i % self.per_unit) * self.stride
+    }
+
+    /// The slot at `offset` from a chunk's start, if a slot starts there.
+    fn index(&self, offset: usize) -> Option<usize> {
+        let (unit, within) = (offset / self.unit, offset % self.unit);
+        let i = unit * self.per_unit + within / self.stride;
+        (within % self.stride == 0 && within / self.stride < self.per_unit && i < self.slots)
+            .then_some(i)
+    }
+
+    /// The claim bits of word `w` that stand for slots of the chunk.
+    fn mask(&self, w: usize) -> usize {
+        match self.slots.saturating_sub(w * WORD_BITS) {
+            0 => 0,
+            n if n >= WORD_BITS => usize::MAX,
+            n => (1 << n) - 1,
+        }
+    }
+}
+
+/// A pool of zero-initialised slots for `T` (see the module documentation). `T` must be
+/// valid when all-zero, at most 4096 bytes, and aligned to at most 64 bytes.
+pub(crate) struct StatePool<T> {
+    advice: Advice,
+    chunks: [Chunk; MAX_CHUNKS],
+    _slots: PhantomData<fn() -> T>,
+}
+
+impl<T> StatePool<T> {
+    /// An empty pool whose chunks get `advice`.
+    pub(crate) const fn new(advice: Advice) -> Self {
+        assert!(size_of::<T>() > 0 && size_of::<T>() <= 4096 && align_of::<T>() <= 64);
+        StatePool {
+            advice,
+            chunks: [const {
+                Chunk {
+                    base: AtomicPtr::new(ptr::null_mut()),
+                    claimed: [const { AtomicUsize::new(0) }; CLAIM_WORDS],
+                }
+            }; MAX_CHUNKS],
+            _slots: PhantomData,
+        }
+    }
+
+    fn geometry() -> Geometry {
+        // A slot is a whole number of cache lines: no two states share one.
+        Geometry::of(size_of::<T>().next_multiple_of(64))
+    }
+
+    /// A zeroed slot, claimed for the caller until the [`Lease`] is dropped: the first free
+    /// slot of a published chunk, else one of a chunk mapped now. `None` when every chunk
+    /// of the directory is full, or the OS refuses a new chunk.
+    pub(crate) fn lease(&'static self) -> Option<Lease<T>> {
+        let g = Self::geometry();
+        // A chunk this thread mapped and another thread's publication made unneeded.
+        let mut unpublished: Option<NonNull<u8>> = None;
+        let mut found = None;
+        for (c, chunk) in self.chunks.iter().enumerate() {
+            let mut base = chunk.base.load(Ordering::Acquire);
+            if base.is_null() {
+                let new = match unpublished.take() {
+                    Some(p) => p,
+                    None => match self.map_chunk(&g) {
+                        Some(p) => p,
+                        None => break,
+                    },
+                };
+                base = match chunk.base.compare_exchange(
+                    ptr::null_mut(),
+                    new.as_ptr(),
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                ) {
+                    Ok(_) => new.as_ptr(),
+                    Err(theirs) => {
+                        unpublished = Some(new);
+                        theirs
+                    }
+                };
+            }
+            if let Some(i) = claim(chunk, &g) {
+                found = Some((c, base, i));
+                break;
+            }
+        }
+        if let Some(p) = unpublished {
+            // SAFETY: mapped by `map_chunk` with this geometry, never published, so no
+            // other reference to it exists.
+            unsafe { os::unmap(p, g.len, chunk_layout(&g)) };
+        }
+        let (c, base, i) = found?;
+        // SAFETY: `base` is a published chunk of `g.len` bytes, which stays mapped for the
+        // process's lifetime, and slot `i` lies inside it.
+        let slot = unsafe { base.add(g.offset(i)) }.cast::<T>();
+        // The slot was zeroed when it was released; zeroed again, since a slot freed in a
+        // forked child where wipe-on-fork is not in force holds its old owner's state.
+        // SAFETY: the slot is claimed by this thread alone, aligned and `stride` bytes long,
+        // and all-zero bytes are a valid `T`.
+        unsafe { zeroize::zeroize_flat_type(slot) };
+        Some(Lease {
+            ptr: NonNull::new(slot)?,
+            pool: self,
+            // Both below 2^32: at most MAX_CHUNKS chunks of MAX_SLOTS slots.
+            chunk: c as u32,
+            index: i as u32,
+        })
+    }
+
+    /// Maps a zeroed chunk with the pool's advice, recording whether wipe-on-fork was
+    /// accepted.
+    fn map_chunk(&self, g: &Geometry) -> Option<NonNull<u8>> {
+        let (p, len, wiped) = os::map(chunk_layout(g), self.advice)?;
+        debug_assert_eq!(len, g.len);
+        note_advice(self.advice, wiped);
+        #[cfg(any(test, feature = "test-hooks"))]
+        crate::test_hooks::counters::count_chunk_mapped();
+        Some(p)
+    }
+
+    /// In a forked child (the child handler): every slot's claim cleared but `keep`'s (the
+    /// forking thread's slot, when it has one). Async-signal-safe: atomic loads and stores.
+    pub(crate) fn reset_after_fork(&self, keep: Option<*const T>) {
+        let g = Self::geometry();
+        for chunk in &self.chunks {
+            let base = chunk.base.load(Ordering::Acquire);
+            if base.is_null() {
+                break;
+            }
+            let kept = keep
+                .and_then(|p| (p as usize).checked_sub(base as usize))
+                .filter(|&offset| offset < g.len)
+                .and_then(|offset| g.index(offset));
+            for (w, word) in chunk.claimed.iter().enumerate() {
+                let bits = match kept {
+                    Some(i) if i / WORD_BITS == w => 1 << (i % WORD_BITS),
+                    _ => 0,
+                };
+                word.store(bits, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Chunks published and slots claimed, for the tests.
+    #[cfg(test)]
+    pub(crate) fn census(&self) -> (usize, usize) {
+        let published = self
+            .chunks
+            .iter()
+            .take_while(|c| !c.base.load(Ordering::Acquire).is_null());
+        published.fold((0, 0), |(chunks, claimed), c| {
+            let bits: u32 = c
+                .claimed
+                .iter()
+                .map(|w| w.load(Ordering::Relaxed).count_ones())
+                .sum();
+            (chunks + 1, claimed + bits as usize)
+        })
+    }
+}
+
+/// Claims the first free slot of `chunk`: its index.
+fn claim(chunk: &Chunk, g: &Geometry) -> Option<usize> {
+    for (w, word) in chunk.claimed.iter().enumerate() {
+        let mask = g.mask(w);
+        let mut now = word.load(Ordering::Relaxed);
+        while now & mask != mask {
+            let bit = (!now & mask).trailing_zeros() as usize;
+            // Acquire: the zeroing that preceded the slot's release happens before its
+            // new owner's use.
+            match word.compare_exchange_weak(
+                now,
+                now | 1 << bit,
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return Some(w * WORD_BITS + bit),
+                Err(current) => now = current,
+            }
+        }
+    }
+    None
+}
+
+fn chunk_layout(g: &Geometry) -> Layout {
+    Layout::from_size_align(g.len, g.unit).expect("a chunk's layout")
+}
+
+/// One claimed slot of a [`StatePool`]: zeroed when leased, zeroed whole again and released
+/// when dropped.
+pub(crate) struct Lease<T: 'static> {
+    ptr: NonNull<T>,
+    pool: &'static StatePool<T>,
+    chunk: u32,
+    index: u32,
+}
+
+// SAFETY: a `Lease<T>` is the only handle to its slot (claimed for it alone), as a
+// `Box<T>` is to its allocation, so it may move to another thread whenever `T` may.
+unsafe impl<T: Send> Send for Lease<T> {}
+
+impl<T> Lease<T> {
+    /// The slot's address (valid until `self` is dropped).
+    pub(crate) fn as_ptr(&self) -> *mut T {
+        self.ptr.as_ptr()
+    }
+
+    /// Zeroes every byte of the slot (padding included: struct assignments may copy stack
+    /// residue into padding).
+    pub(crate) fn wipe(&self) {
+        // SAFETY: the slot is claimed for `self`, aligned for `T`, and all-zero bytes are a
+        // valid `T`; the caller holds no reference into it (it is given out as a pointer).
+        unsafe { zeroize::zeroize_flat_type(self.ptr.as_ptr()) };
+    }
+
+    /// The slot's address range, for tests that inspect every byte of a released state
+    /// and for the memory figures of [`crate::test_hooks::memory`].
+    #[cfg(any(test, feature = "test-hooks"))]
+    pub(crate) fn range(&self) -> (usize, usize) {
+        let start = self.ptr.as_ptr() as usize;
+        (start, start + size_of::<T>())
+    }
+
+    /// Bytes of chunk memory per slot: a page (or 4096-byte unit) divided by the slots it
+    /// holds (1365 for 1216-byte states in 4 KiB pages), for the memory figures.
+    #[cfg(any(test, feature = "test-hooks"))]
+    pub(crate) fn share(&self) -> usize {
+        let g = StatePool::<T>::geometry();
+        g.unit / g.per_unit
+    }
+}
+
+impl<T> Drop for Lease<T> {
+    fn drop(&mut self) {
+        self.wipe();
+        // Release: the zeroing happens before the next owner's claim (an acquire).
+        let i = self.index as usize;
+        self.pool.chunks[self.chunk as usize].claimed[i / WORD_BITS]
+            .fetch_and(!(1 << (i % WORD_BITS)), Ordering::Release);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stand-in for a thread state: 1216 bytes, 64-byte aligned, valid when all-zero.
+    #[repr(C, align(64))]
+    struct State([u8; 1216]);
+
+    fn bytes(lease: &Lease<State>) -> &[u8] {
+        // SAFETY: the slot is claimed for `lease`, which outlives the borrow.
+        unsafe { &(*lease.as_ptr()).0 }
+    }
+
+    fn fill(lease: &Lease<State>, byte: u8) {
+        // SAFETY: as above; no other reference to the slot exists.
+        unsafe { (*lease.as_ptr()).0.fill(byte) }
+    }
+
+    /// Leases come from one chunk until it is full (192 states with 4 KiB pages), are
+    /// distinct, cache-line aligned and zeroed; a released slot is zeroed, flag bytes and
+    /// all, and is the next one leased.
+    #[test]
+    fn leases_share_chunks_and_released_slots_come_back_zeroed() {
+        static POOL: StatePool<State> = StatePool::new(Advice::WipeOnFork);
+        let g = StatePool::<State>::geometry();
+        let leases: Vec<_> = (0..g.slots + 1)
+            .map(|_| POOL.lease().expect("a slot"))
+            .collect();
+        assert_eq!(POOL.census(), (2, g.slots + 1));
+        let mut starts: Vec<usize> = leases.iter().map(|l| l.as_ptr() as usize).collect();
+        assert!(starts.iter().all(|s| s % 64 == 0));
+        assert!(leases.iter().all(|l| bytes(l).iter().all(|&b| b == 0)));
+        starts.sort_unstable();
+        starts.dedup();
+        assert_eq!(starts.len(), g.slots + 1, "a slot leased twice");
+        let mut leases = leases;
+        let abandoned = leases.remove(7);
+        let at = abandoned.as_ptr() as usize;
+        // A state whose owner left a read mid-way: every byte set, its busy flag among them.
+        fill(&abandoned, 0xff);
+        drop(abandoned);
+        assert_eq!(POOL.census(), (2, g.slots));
+        let again = POOL.lease().expect("a slot");
+        assert_eq!(
+            again.as_ptr() as usize,
+            at,
+            "the freed slot is leased first"
+        );
+        assert!(
+            bytes(&again).iter().all(|&b| b == 0),
+            "a released slot kept bytes"
+        );
+    }
+
+    /// A forked child's reset keeps only the forking thread's claim; every other slot, a
+    /// state left with its bytes set included, is leased again zeroed.
+    #[test]
+    fn reset_after_fork_frees_every_slot_but_the_kept_one() {
+        static POOL: StatePool<State> = StatePool::new(Advice::WipeOnFork);
+        let leases: Vec<_> = (0..10).map(|_| POOL.lease().expect("a slot")).collect();
+        for l in &leases {
+            fill(l, 0x5a);
+        }
+        let kept = leases[3].as_ptr();
+        let slots: Vec<usize> = leases.iter().map(|l| l.as_ptr() as usize).collect();
+        // The leases belong to threads that do not exist in the child: forgotten, not
+        // dropped (a drop would release them).
+        core::mem::forget(leases);
+        POOL.reset_after_fork(Some(kept));
+        assert_eq!(POOL.census(), (1, 1));
+        let fresh: Vec<_> = (0..9).map(|_| POOL.lease().expect("a slot")).collect();
+        let mut got: Vec<usize> = fresh.iter().map(|l| l.as_ptr() as usize).collect();
+        got.sort_unstable();
+        let mut expected: Vec<usize> = slots
+            .iter()
+            .copied()
+            .filter(|&s| s != kept as usize)
+            .collect();
+        expected.sort_unstable();
+        assert_eq!(
+            got, expected,
+            "the child's new leases are the other threads' slots"
+        );
+        assert!(fresh.iter().all(|l| bytes(l).iter().all(|&b| b == 0)));
+        // Without a slot to keep (the forking thread had none), nothing stays claimed.
+        core::mem::forget(fresh);
+        POOL.reset_after_fork(None);
+        assert_eq!(POOL.census(), (1, 0));
+    }
+
+    /// Slots tile every unit from its start, never straddle one, and map back to their
+    /// index; the claim masks cover exactly the chunk's slots.
+    #[test]
+    fn slots_tile_pages_without_straddling() {
+        for (unit, stride) in [
+            (4096, 1216),
+            (16384, 1216),
+            (65536, 1216),
+            (4096, 64),
+            (4096, 4096),
+        ] {
+            let per_unit = unit / stride;
+            let units = (CHUNK_LEN / unit).max(1);
+            let g = Geometry {
+                unit,
+                stride,
+                per_unit,
+                slots: (units * per_unit).min(MAX_SLOTS),
+                len: units * unit,
+            };
+            for i in 0..g.slots {
+                let off = g.offset(i);
+                assert_eq!(
+                    off / unit,
+                    (off + stride - 1) / unit,
+                    "slot {i} straddles a unit"
+                );
+                assert!(off + stride <= g.len);
+                assert_eq!(g.index(off), Some(i));
+                if stride > 64 {
+                    assert_eq!(g.index(off + 64), None);
+                }
+            }
+            let bits: u32 = (0..CLAIM_WORDS).map(|w| g.mask(w).count_ones()).sum();
+            assert_eq!(bits as usize, g.slots);
+        }
+        let g = Geometry::of(1216);
+        if g.unit == 4096 {
+            assert_eq!(g.per_unit, 3);
+            assert_eq!(g.slots, if CHUNK_LEN == 256 << 10 { 192 } else { 48 });
+        }
+    }
+}

@@ -1,0 +1,108 @@
+//! Many live threads and the state pool, counted exactly, in a process of its own (no test
+//! harness, so no other test's threads come and go meanwhile):
+//!
+//! - 400 live threads that have read add at most 8 kernel mappings (one per 50 threads;
+//!   the pool maps one chunk per 192 states with 4 KiB pages) beyond what the same threads
+//!   cost without reading: counted in `/proc/self/maps`. A mapping per state adds about
+//!   400.
+//! - A read abandoned mid-way slows only its own thread: the next thread takes the slot
+//!   zeroed, busy flag included, and makes no one-off read.
+
+use fkrng::test_hooks::counters::{chunks_mapped, one_off_reads_interrupted, os_reads};
+use std::sync::Barrier;
+
+const THREADS: usize = 400;
+
+fn main() {
+    live_threads_that_read_add_a_mapping_per_chunk_not_per_thread();
+    a_slot_left_busy_by_an_abandoned_read_never_slows_the_next_thread();
+    println!("many_threads: 2 passed");
+}
+
+/// Lines of `/proc/self/maps` while `THREADS` threads (64 KiB stacks) wait, each after
+/// `read`; the threads exit before this returns.
+#[cfg(target_os = "linux")]
+fn mappings_while_live(read: fn()) -> usize {
+    let count = || {
+        std::fs::read_to_string("/proc/self/maps")
+            .expect("/proc/self/maps")
+            .lines()
+            .count()
+    };
+    let (ready, release) = (Barrier::new(THREADS + 1), Barrier::new(THREADS + 1));
+    std::thread::scope(|s| {
+        for _ in 0..THREADS {
+            std::thread::Builder::new()
+                .stack_size(64 << 10)
+                .spawn_scoped(s, || {
+                    read();
+                    ready.wait();
+                    release.wait();
+                })
+                .expect("a thread");
+        }
+        ready.wait();
+        let n = count();
+        release.wait();
+        n
+    })
+}
+
+#[cfg(target_os = "linux")]
+fn live_threads_that_read_add_a_mapping_per_chunk_not_per_thread() {
+    // The process's first read and its chunk, before anything is counted.
+    fkrng::fill(&mut [0u8; 16]);
+    let idle = mappings_while_live(|| {});
+    let chunks = chunks_mapped();
+    let reading = mappings_while_live(|| fkrng::fill(&mut [0u8; 16]));
+    let new_chunks = chunks_mapped() - chunks;
+    let added = reading.saturating_sub(idle);
+    println!(
+        "many_threads: {THREADS} live threads: {idle} mappings idle, {reading} after a read \
+         each ({added} more; {new_chunks} chunks mapped)"
+    );
+    assert!(
+        added <= THREADS / 50,
+        "{added} mappings for {THREADS} threads"
+    );
+    assert!(new_chunks <= 3, "{new_chunks} chunks for {THREADS} states");
+}
+
+#[cfg(not(target_os = "linux"))]
+fn live_threads_that_read_add_a_mapping_per_chunk_not_per_thread() {
+    println!("many_threads: no /proc/self/maps here, mapping count skipped");
+}
+
+fn a_slot_left_busy_by_an_abandoned_read_never_slows_the_next_thread() {
+    let abandoned = std::thread::spawn(|| {
+        fkrng::fill(&mut [0u8; 16]);
+        let slot = fkrng::test_hooks::memory::abandon_read().expect("a state");
+        let before = one_off_reads_interrupted();
+        fkrng::fill(&mut [0u8; 16]);
+        assert_eq!(
+            one_off_reads_interrupted() - before,
+            1,
+            "the abandoned read's flag was not seen"
+        );
+        slot
+    })
+    .join()
+    .expect("the abandoning thread");
+    let (slot, one_offs, seeds) = std::thread::spawn(|| {
+        let (one_offs, seeds) = (one_off_reads_interrupted(), os_reads());
+        for _ in 0..1000 {
+            fkrng::fill(&mut [0u8; 16]);
+        }
+        let slot = fkrng::test_hooks::memory::state_range().expect("a state").0;
+        (
+            slot,
+            one_off_reads_interrupted() - one_offs,
+            os_reads() - seeds,
+        )
+    })
+    .join()
+    .expect("the next thread");
+    assert_eq!(slot, abandoned, "the next thread leased another slot");
+    assert_eq!(one_offs, 0, "one-off reads of the next thread");
+    assert_eq!(seeds, 1, "OS reads of the next thread");
+}
