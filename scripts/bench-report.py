@@ -290,7 +290,7 @@ class Report:
         if not self.has(build, q):
             return None
         rows = []
-        for g in ["fkrng", "fkrng (new mapping)", "rand::rng()"]:
+        for g in ["fkrng", "fkrng (new slot)", "rand::rng()"]:
             r = self.get(build, q, g, "")
             if r is None:
                 continue
@@ -372,19 +372,29 @@ def thread_memory(info):
             return None
         runs[reader] = dict(kv.split("=", 1) for kv in line.split())
     base = int(runs["none"]["per_thread_bytes"])
+    threads = int(runs["none"]["threads"])
+    # Kernel mappings (lines of /proc/self/maps) beyond reading nothing, per thread; absent
+    # from the lines of older runs.
+    maps_base = runs["none"].get("maps_growth")
     names = {"none": "nothing", "fkrng": "fkrng", "rand": "rand::rng()"}
     rows = []
     for reader, r in runs.items():
         per = int(r["per_thread_bytes"])
-        rows.append([names[reader], f"{int(r['rss_growth_kib']) / 1024:.1f} MiB", f"{per} B",
-                     "" if reader == "none" else f"{per - base} B"])
-    threads = int(runs["none"]["threads"])
-    out = table([f"{threads:,} threads reading once from", "RSS growth", "per thread",
-                 "per thread, beyond reading nothing"], rows)
+        row = [names[reader], f"{int(r['rss_growth_kib']) / 1024:.1f} MiB", f"{per} B",
+               "" if reader == "none" else f"{per - base} B"]
+        if maps_base is not None:
+            extra = (int(r["maps_growth"]) - int(maps_base)) / threads
+            row.append("" if reader == "none" else f"{extra:.4f}")
+        rows.append(row)
+    header = [f"{threads:,} threads reading once from", "RSS growth", "per thread",
+              "per thread, beyond reading nothing"]
+    if maps_base is not None:
+        header.append("kernel mappings per thread, beyond reading nothing")
+    out = table(header, rows)
     f = runs["fkrng"]
     if "state_bytes" in f:  # absent from a build without the test hooks
-        out += (f"\n\nfkrng's state per thread: {f['state_bytes']} bytes in {f['storage_bytes']}"
-                f" bytes of pages; thread-locals: {f['thread_local_bytes']} bytes.")
+        out += (f"\n\nfkrng's state per thread: {f['state_bytes']} bytes, taking {f['storage_bytes']}"
+                f" bytes of the state pool's pages; thread-locals: {f['thread_local_bytes']} bytes.")
     return out
 
 

@@ -397,7 +397,7 @@ mod tests {
         let slots: Vec<usize> = leases.iter().map(|l| l.as_ptr() as usize).collect();
         // The leases belong to threads that do not exist in the child: forgotten, not
         // dropped (a drop would release them).
-        core::mem::forget(leases);
+        leases.into_iter().for_each(core::mem::forget);
         POOL.reset_after_fork(Some(kept));
         assert_eq!(POOL.census(), (1, 1));
         let fresh: Vec<_> = (0..9).map(|_| POOL.lease().expect("a slot")).collect();
@@ -415,7 +415,7 @@ mod tests {
         );
         assert!(fresh.iter().all(|l| bytes(l).iter().all(|&b| b == 0)));
         // Without a slot to keep (the forking thread had none), nothing stays claimed.
-        core::mem::forget(fresh);
+        fresh.into_iter().for_each(core::mem::forget);
         POOL.reset_after_fork(None);
         assert_eq!(POOL.census(), (1, 0));
     }
