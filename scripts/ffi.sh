@@ -6,6 +6,8 @@
 #     - every getrandom system call failing (strace fault injection): -1 and EIO, the
 #       buffer untouched, and a one-line message and SIGABRT from the void functions;
 #     - a C program that dlopens libfkrng_ffi.so (no static-TLS failure) and dlcloses it;
+#     - a read abandoned by a signal handler's siglongjmp: the thread that takes its state
+#       next makes at most 20 getrandom system calls for 100,000 reads;
 #     - Python ctypes;
 #     - an unmodified C program making 1,000,000 arc4random_buf(16) calls under
 #       LD_PRELOAD=libfkrng_ffi.so and strace: at most 20 getrandom system calls.
@@ -129,6 +131,19 @@ _, status = os.waitpid(pid, 0)
 assert os.waitstatus_to_exitcode(status) == 0
 print("ctypes: fills, EINVAL, 1000 distinct u64, arc4random_uniform(6), fork: ok")
 EOF
+
+echo "-- a read abandoned by siglongjmp slows only its own thread"
+# The second thread takes the slot of the first, whose read a signal handler jumped out
+# of (busy flag left set): its reads must come from the state (one seed), not one system
+# call each.
+cc "${cflags[@]}" ffi/tests/c/abandon_test.c "$lib/libfkrng_ffi.a" -lpthread -ldl -lm \
+  -o "$work/abandon_test"
+abandon_reads=100000
+rm -f "$work"/abandon.strace.*
+tid=$(strace -ff -qq -e trace=getrandom -o "$work/abandon.strace" "$work/abandon_test" "$abandon_reads")
+n=$(grep -c '^getrandom' "$work/abandon.strace.$tid" || true)
+echo "ffi: abandoned read: the next thread made $n getrandom system calls for $abandon_reads reads"
+check_at_most "reads of the thread after an abandoned read" "$n"
 
 echo "-- LD_PRELOAD: $calls arc4random_buf(16) calls of a program built against glibc"
 cc "${cflags[@]}" ffi/tests/c/preload_test.c -o "$work/preload_test" -ldl
