@@ -1,7 +1,8 @@
 //! A global allocator that counts: every allocation, zeroed allocation and reallocation is
 //! counted, then handed to the system allocator unchanged. A test or harness program
 //! installs it with
-//! `#[global_allocator] static GLOBAL: Counting = Counting;` and reads [`allocations`].
+//! `#[global_allocator] static GLOBAL: Counting = Counting;` and reads [`allocations`] and
+//! [`allocated_bytes`].
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -10,10 +11,22 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub struct Counting;
 
 static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+static ALLOCATED_BYTES: AtomicU64 = AtomicU64::new(0);
+
+fn count(bytes: usize) {
+    ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+    ALLOCATED_BYTES.fetch_add(bytes as u64, Ordering::Relaxed);
+}
 
 /// Allocations and reallocations made through [`Counting`] in this process so far.
 pub fn allocations() -> u64 {
     ALLOCATIONS.load(Ordering::Relaxed)
+}
+
+/// Bytes requested by the allocations and reallocations (their new sizes) made through
+/// [`Counting`] in this process so far; frees are not subtracted.
+pub fn allocated_bytes() -> u64 {
+    ALLOCATED_BYTES.load(Ordering::Relaxed)
 }
 
 /// Allocations and reallocations made through [`Counting`] while `f` ran (by any thread).
@@ -24,22 +37,22 @@ pub fn allocations_during(f: impl FnOnce()) -> u64 {
 }
 
 // SAFETY: every method forwards to `System` with the caller's arguments unchanged, so the
-// `GlobalAlloc` contract is `System`'s; the counter is a relaxed atomic add.
+// `GlobalAlloc` contract is `System`'s; the counters are relaxed atomic adds.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        count(layout.size());
         // SAFETY: forwarded unchanged (see the impl).
         unsafe { System.alloc(layout) }
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        count(layout.size());
         // SAFETY: forwarded unchanged (see the impl).
         unsafe { System.alloc_zeroed(layout) }
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        count(new_size);
         // SAFETY: forwarded unchanged (see the impl).
         unsafe { System.realloc(ptr, layout, new_size) }
     }
