@@ -26,9 +26,9 @@
 //! registers on x86-64 Linux and AArch64 Linux and Android), so no spilled key word
 //! outlives the refill; elsewhere
 //! key-derived values can remain in vector registers until later code reuses them (see
-//! docs/SECURITY.md, "Keystream residue and stack use"). Builds with debug assertions and
-//! no pin compute keystream with `keystream/small_stack.rs` instead, for a small stack at
-//! opt-level 0 ([`KeystreamPath::SmallStack`]).
+//! docs/SECURITY.md, "Keystream residue and stack use"). Builds with debug assertions or at
+//! opt-level 0, with no pin, compute keystream with `keystream/small_stack.rs` instead, for
+//! a small stack at opt-level 0 ([`KeystreamPath::SmallStack`]).
 
 use chacha20::ChaCha20LegacyCore;
 use chacha20::cipher::array::Array;
