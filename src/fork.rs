@@ -41,6 +41,17 @@ pub(crate) fn bump_epoch() {
     EPOCH.0.fetch_add(1, Ordering::Relaxed);
 }
 
+/// Forks made by this process and its ancestors, counted by the prepare and the child
+/// handlers; unlike [`EPOCH`], `reseed_all` leaves it alone. The one-off path compares it
+/// before and after its read ([`forks`]).
+static FORKS: AtomicU64 = AtomicU64::new(0);
+
+/// How many times the fork handlers ran in this process and its ancestors (a relaxed load):
+/// a read that sees it move was interrupted by a `fork` from a signal handler.
+pub(crate) fn forks() -> u64 {
+    FORKS.load(Ordering::Relaxed)
+}
+
 /// Forks under way in this process: counted up by the prepare handler, down by the parent
 /// handler, and set to 0 by the child handler (in the child no other fork is under way).
 static FORKS_UNDER_WAY: AtomicU32 = AtomicU32::new(0);
@@ -72,6 +83,7 @@ extern "C" fn atfork_prepare() {
     // Async-signal-safe: two atomic adds. The count goes up first, so that a read that
     // sees the new epoch also sees the fork under way.
     FORKS_UNDER_WAY.fetch_add(1, Ordering::Relaxed);
+    FORKS.fetch_add(1, Ordering::Relaxed);
     bump_epoch();
 }
 
@@ -92,6 +104,7 @@ extern "C" fn atfork_parent() {
 extern "C" fn atfork_child() {
     // Async-signal-safe: atomic updates only.
     bump_epoch();
+    FORKS.fetch_add(1, Ordering::Relaxed);
     FORKS_UNDER_WAY.store(0, Ordering::Relaxed);
     // The parent's other threads do not exist here: their state slots become free.
     crate::thread::reset_pool_after_fork();

@@ -84,19 +84,25 @@ impl FkeState {
     /// The caller guarantees `dest.len() <= self.avail`.
     #[inline(always)]
     pub(crate) fn serve(&mut self, dest: &mut [u8]) {
-        debug_assert!(dest.len() <= self.avail);
+        // `avail` is read once: a signal handler that interrupts the copy may `clone` a
+        // child in which the kernel has zeroed this state (wipe-on-fork), and the count the
+        // child's copy goes on with must be the one its source range came from.
+        let avail = self.avail;
+        debug_assert!(dest.len() <= avail);
         // The unserved tail, then its first `dest.len()` bytes: written this way, the bounds
         // checks fold into the caller's `dest.len() <= avail` test.
         let buffer = self.block.as_flattened_mut();
-        let unserved = &mut buffer[REFILL_LEN - self.avail..];
+        let unserved = &mut buffer[REFILL_LEN - avail..];
         let src = &mut unserved[..dest.len()];
+        #[cfg(all(test, feature = "std"))]
+        crate::test_hooks::reads::at(crate::test_hooks::reads::Point::BeforeCopy);
         if dest.len() <= 64 {
             take_small(dest, src);
         } else {
             dest.copy_from_slice(src);
             src.fill(0);
         }
-        self.avail -= dest.len();
+        self.avail = avail - dest.len();
     }
 
     /// Takes the next `N` unserved bytes (`N` at most 992) as an array and zeroes them in the

@@ -26,9 +26,9 @@
 //! registers on x86-64 Linux and AArch64 Linux and Android), so no spilled key word
 //! outlives the refill; elsewhere
 //! key-derived values can remain in vector registers until later code reuses them (see
-//! docs/SECURITY.md, "Keystream residue and stack use"). Builds with debug assertions and
-//! no pin compute keystream with `keystream/small_stack.rs` instead, for a small stack at
-//! opt-level 0 ([`KeystreamPath::SmallStack`]).
+//! docs/SECURITY.md, "Keystream residue and stack use"). Builds with debug assertions or at
+//! opt-level 0, with no pin, compute keystream with `keystream/small_stack.rs` instead, for
+//! a small stack at opt-level 0 ([`KeystreamPath::SmallStack`]).
 
 use chacha20::ChaCha20LegacyCore;
 use chacha20::cipher::array::Array;
@@ -168,8 +168,16 @@ fn refill_below(blocks: &mut [Block; 16]) {
         let mut words = dispatch::key_words(blocks[0].first_chunk().expect("a block holds a key"));
         // The key is now in `words`, so the kernels may write over `blocks`; where none
         // may, all 16 blocks are left and the key is still in place for the crate.
-        let done = dispatch::with_kernels(row, &words, 0, blocks).1.is_empty();
+        let left = dispatch::with_kernels(row, &words, 0, blocks).1.len();
         zeroize::Zeroize::zeroize(&mut words);
+        // All or nothing: every pass width divides 16 and the counter starts at 0, so the
+        // kernels write all 16 blocks or none. Had they written some, block 0 (the key the
+        // crate reads below) would already be keystream.
+        debug_assert!(
+            left == 0 || left == 16,
+            "the kernels left {left} of a refill's 16 blocks"
+        );
+        let done = left == 0;
         if done {
             return;
         }

@@ -13,6 +13,9 @@
 //! - **A file mounted over the device.** In a mount namespace of its own, the child
 //!   bind-mounts that file over `/dev/urandom`; the first read must fail with an error that
 //!   names the device, and emit nothing.
+//! - **`/dev/urandom` alone.** In a mount namespace of its own, the child mounts a `/dev`
+//!   that holds only `/dev/urandom` (no `/dev/random` to poll for the pool's readiness);
+//!   its threads' first reads must seed, with distinct output.
 //!
 //! Where a scenario's preconditions are missing (seccomp filters refused, as under
 //! qemu-user; no permission to make a mount namespace) it prints why it was skipped.
@@ -256,6 +259,85 @@ mod linux {
         }
     }
 
+    /// A `/dev` that holds `/dev/urandom` alone (a tmpfs with that one device node, in a
+    /// mount namespace of this child's own), and `getrandom` refused: seeds come from
+    /// `/dev/urandom`, whose pool readiness is asked through it, since `/dev/random` cannot
+    /// be polled.
+    fn only_urandom() -> i32 {
+        // SAFETY: a new mount namespace for this single-threaded child only.
+        if unsafe { libc::unshare(libc::CLONE_NEWNS) } != 0 {
+            println!(
+                "  skipped: no mount namespace: {}",
+                std::io::Error::last_os_error()
+            );
+            return SKIPPED;
+        }
+        // SAFETY: NUL-terminated strings; makes mounts private to this namespace, mounts a
+        // tmpfs over /dev inside it and makes the one device node 1:9 there.
+        let made = unsafe {
+            libc::mount(
+                std::ptr::null(),
+                c"/".as_ptr(),
+                std::ptr::null(),
+                libc::MS_REC | libc::MS_PRIVATE,
+                std::ptr::null(),
+            ) == 0
+                && libc::mount(
+                    c"tmpfs".as_ptr(),
+                    c"/dev".as_ptr(),
+                    c"tmpfs".as_ptr(),
+                    0,
+                    c"mode=0755".as_ptr().cast(),
+                ) == 0
+                && libc::mknod(
+                    c"/dev/urandom".as_ptr(),
+                    libc::S_IFCHR | 0o444,
+                    libc::makedev(1, 9),
+                ) == 0
+        };
+        if !made {
+            println!(
+                "  skipped: a /dev of its own: {}",
+                std::io::Error::last_os_error()
+            );
+            return SKIPPED;
+        }
+        if std::path::Path::new("/dev/random").exists() {
+            println!("  /dev/random is still there");
+            return 1;
+        }
+        if let Err(why) = refuse_getrandom() {
+            println!("  skipped: {why}");
+            return SKIPPED;
+        }
+        let mut first = [0u8; 64];
+        if let Err(e) = fkrng::try_fill(&mut first) {
+            println!("  the first read failed: {e}");
+            return 1;
+        }
+        // A new thread seeds from the device too.
+        let other = std::thread::spawn(|| {
+            let mut out = [0u8; 64];
+            fkrng::try_fill(&mut out).map(|()| out)
+        })
+        .join()
+        .unwrap();
+        match other {
+            Ok(other) if first != [0u8; 64] && other != [0u8; 64] && other != first => {
+                println!("  ok: two threads seeded from /dev/urandom alone");
+                PASSED
+            }
+            Ok(_) => {
+                println!("  zero or repeated output");
+                1
+            }
+            Err(e) => {
+                println!("  a new thread's first read failed: {e}");
+                1
+            }
+        }
+    }
+
     /// Runs `scenario` in a forked child and returns its exit status. This process is
     /// single-threaded when it forks (no test harness, and scenarios join their threads), so
     /// the child may run ordinary code.
@@ -270,7 +352,7 @@ mod linux {
 
     pub(super) fn main() {
         type Scenario = (&'static str, fn() -> i32);
-        let scenarios: [Scenario; 2] = [
+        let scenarios: [Scenario; 3] = [
             (
                 "a reused descriptor number is never read as a seed",
                 reused_descriptor,
@@ -279,6 +361,7 @@ mod linux {
                 "a file mounted over /dev/urandom is refused",
                 device_replaced_by_a_file,
             ),
+            ("/dev/urandom alone (no /dev/random) seeds", only_urandom),
         ];
         let (mut passed, mut failed, mut skipped) = (0, 0, 0);
         for (name, scenario) in scenarios {

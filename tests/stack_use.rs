@@ -18,7 +18,8 @@
 //! the one-off path that serves reads without a thread state (a thread-local destructor
 //! that reads after fkrng's state was released; the same code serves a signal handler that
 //! interrupts a read). Unoptimised builds (debug assertions on) give the 8 KiB alternate
-//! stack no such promise and measure on 32 KiB instead.
+//! stack no such promise and measure on 32 KiB instead, and builds at opt-level 1, `s` or
+//! `z` on 16 KiB.
 //!
 //! Runs without the test harness: one process, one thread at a time, no harness threads
 //! that could take the signal.
@@ -49,9 +50,18 @@ mod linux {
     };
 
     /// An alternate signal stack of `SIGSTKSZ` bytes: 8 KiB on x86-64, 16 KiB on AArch64,
-    /// whose kernel signal frame is larger (32 KiB in unoptimised builds).
+    /// whose kernel signal frame is larger (32 KiB in unoptimised builds, 16 KiB at
+    /// opt-level 1, `s` and `z`, where a handler's read needs up to 9.8 KiB on x86-64 with
+    /// the kernel's frame: less inlining, deeper frames and a larger scrub; `fkrng_opt_level`
+    /// comes from the package's build script).
     const SIGNAL_STACK: usize = if cfg!(debug_assertions) {
         32 << 10
+    } else if cfg!(any(
+        fkrng_opt_level = "1",
+        fkrng_opt_level = "s",
+        fkrng_opt_level = "z"
+    )) {
+        16 << 10
     } else if libc::SIGSTKSZ > 8 << 10 {
         libc::SIGSTKSZ
     } else {

@@ -10,7 +10,9 @@
 //! in the kernel); anything else, such as a regular file bind-mounted over the path, is
 //! refused with [`Error::NOT_RANDOM_DEVICE`]. Before the first read of the device in a
 //! process, `/dev/random` (`1:8`) is polled for readability once, which waits for the kernel's
-//! pool to be initialised, as the `getrandom` call itself would.
+//! pool to be initialised, as the `getrandom` call itself would. Where `/dev/random` is not
+//! there (a sandbox that exposes `/dev/urandom` alone), the kernel's entropy count, asked
+//! through `/dev/urandom`, must show an initialised pool instead ([`pool_known_ready`]).
 //!
 //! The system call is made directly (`syscall(SYS_getrandom, …)`), not through the C
 //! library's wrapper, so that it is the kernel that answers on every C library version.
@@ -105,9 +107,22 @@ fn fill_from_device(dest: &mut [u8]) -> Result<(), Error> {
     })
 }
 
-/// Waits until `/dev/random` is readable: the kernel's pool has been initialised.
+/// Waits until `/dev/random` is readable: the kernel's pool has been initialised. Where
+/// `/dev/random` is absent or refused (`ENOENT`, `EACCES`, `EPERM`), asks the entropy count
+/// instead ([`pool_known_ready`]); a path that opens something other than the device is
+/// refused as for `/dev/urandom`.
 fn wait_for_pool() -> Result<(), Error> {
-    let fd = open_device(RANDOM)?;
+    let fd = match open_device(RANDOM) {
+        Ok(fd) => fd,
+        Err(e)
+            if [libc::ENOENT, libc::EACCES, libc::EPERM]
+                .iter()
+                .any(|&code| e == Error::from_errno(code)) =>
+        {
+            return pool_known_ready();
+        }
+        Err(e) => return Err(e),
+    };
     let mut pfd = libc::pollfd {
         fd: fd.0,
         events: libc::POLLIN,
@@ -122,6 +137,64 @@ fn wait_for_pool() -> Result<(), Error> {
         if e != libc::EINTR && e != libc::EAGAIN {
             return Err(Error::from_errno(e));
         }
+    }
+}
+
+/// `RNDGETENTCNT` (`linux/random.h`): `_IOR('R', 0x00, int)`, whose encoding puts the read
+/// direction at bit 30 on most architectures and at bit 29 on MIPS, PowerPC and SPARC.
+#[cfg(not(any(
+    target_arch = "mips",
+    target_arch = "mips64",
+    target_arch = "powerpc",
+    target_arch = "powerpc64",
+    target_arch = "sparc",
+    target_arch = "sparc64"
+)))]
+const RNDGETENTCNT: libc::c_ulong = 0x8004_5200;
+#[cfg(any(
+    target_arch = "mips",
+    target_arch = "mips64",
+    target_arch = "powerpc",
+    target_arch = "powerpc64",
+    target_arch = "sparc",
+    target_arch = "sparc64"
+))]
+const RNDGETENTCNT: libc::c_ulong = 0x4004_5200;
+
+/// The entropy count (in bits) at which every kernel generation has initialised its pool:
+/// from Linux 5.18 on the count is the pool's initialisation progress, ready at exactly 256
+/// bits and never lowered afterwards; from 4.8 to 5.17 the generator was initialised when
+/// the count first reached 128 bits (the count may fall again later, but never reaches 256
+/// before that).
+const READY_BITS: libc::c_int = 256;
+
+/// Whether the kernel's pool is initialised, for a process that cannot poll `/dev/random`:
+/// `Ok` when the entropy count (`RNDGETENTCNT`, asked through the checked `/dev/urandom`
+/// descriptor; no privilege needed) is at least [`READY_BITS`], else `EAGAIN`.
+///
+/// Reading `/dev/urandom` alone is not enough: no kernel makes it wait for the pool (from
+/// 5.18 on a read of an uninitialised pool first tries to initialise it from CPU timing
+/// jitter, and returns bytes whether that worked or not), so a seed read early in boot could
+/// be guessable. A count below [`READY_BITS`] is therefore an error, even though on kernels
+/// before 5.18 an initialised pool whose count was spent can show one: the seed is retried
+/// at the next read, and no output comes from a pool not known to be ready.
+fn pool_known_ready() -> Result<(), Error> {
+    let fd = open_device(URANDOM)?;
+    let mut bits: libc::c_int = 0;
+    loop {
+        // SAFETY: `fd.0` is open; `RNDGETENTCNT` writes one `int` to the pointer given.
+        if unsafe { libc::ioctl(fd.0, RNDGETENTCNT as _, &mut bits) } == 0 {
+            break;
+        }
+        let e = errno();
+        if e != libc::EINTR {
+            return Err(Error::from_errno(e));
+        }
+    }
+    if bits >= READY_BITS {
+        Ok(())
+    } else {
+        Err(Error::from_errno(libc::EAGAIN))
     }
 }
 

@@ -2,7 +2,8 @@
 //! public [`keystream_path`].
 
 /// The keystream path that refills and direct fills take: one of fkrng's x86-64 kernels, the
-/// `chacha20` crate, or (in builds with debug assertions) fkrng's one-block plain-Rust code.
+/// `chacha20` crate, or (in builds with debug assertions or at opt-level 0) fkrng's
+/// one-block plain-Rust code.
 /// [`keystream_path`] names the one this build takes on this CPU. Every path gives the same
 /// bytes; more may be added (for example for other architectures).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -21,8 +22,10 @@ pub enum KeystreamPath {
     Portable,
     /// fkrng's ChaCha20 one block at a time in plain Rust (`keystream/small_stack.rs`),
     /// which needs little stack even unoptimised: builds with debug assertions (every
-    /// Cargo profile at opt-level 0, such as a dependent's debug build) take it unless a path
-    /// is pinned, because unoptimised SIMD code needs more stack than a 16 KiB thread has.
+    /// Cargo profile at opt-level 0, such as a dependent's debug build), builds at
+    /// opt-level 0 without them, and builds whose optimisation level fkrng's build script
+    /// could not learn (no `OPT_LEVEL` from Cargo) take it unless a path is pinned,
+    /// because unoptimised SIMD code needs more stack than a 16 KiB thread has.
     SmallStack,
 }
 
@@ -76,7 +79,7 @@ pub(super) const PINNED: Option<KeystreamPath> = if cfg!(fkrng_keystream = "avx5
 /// The keystream path that refills and direct fills take in this build on this CPU: the
 /// widest kernel the CPU has (detected at run time with CPUID, cached by `cpufeatures`), or the one
 /// pinned at build time with `--cfg fkrng_keystream="avx512"|"avx2"|"portable"` (a switch
-/// for tests), or in builds with debug assertions and no pin
+/// for tests), or in builds with debug assertions or at opt-level 0 and no pin
 /// [`KeystreamPath::SmallStack`]. `fkrng --version` prints it as `keystream: <name>`.
 ///
 /// # Panics

@@ -46,20 +46,36 @@
 /// Bytes below the caller's stack pointer that are zeroed after a keystream computation:
 /// at least the deepest stack the computation's frames reach on any path (fkrng's kernels,
 /// the `chacha20` crate's backends), plus the 128-byte red zone and 64 bytes of signal-frame
-/// alignment. Unoptimised builds (recognised by their debug assertions, which every Cargo
-/// profile with opt-level 0 enables by default) keep every intermediate of the crate's
-/// generic code in frames of their own and need several times more.
-pub(super) const SCRUB_BYTES: usize = if cfg!(debug_assertions) {
-    SCRUB_BYTES_UNOPTIMISED
-} else {
+/// alignment, as measured for the optimisation level this build has (`fkrng_opt_level`,
+/// from build.rs; docs/SECURITY.md has the figures):
+///
+/// - the small-stack code (debug assertions, opt-level 0, or a level the build script could
+///   not tell): 3584 bytes (2727 measured at opt-level 0, 520 to 607 at 1, `s` and `z`);
+/// - the kernels and the crate at opt-level 2 or 3 without debug assertions: 2048 (at most
+///   1719 measured);
+/// - every other build (opt-level 1, `s` or `z` without debug assertions, where the
+///   kernels and the crate keep more in their frames, and pinned builds): 4608 (at most
+///   4247 measured, the crate at `z`).
+pub(super) const SCRUB_BYTES: usize = if super::small_stack::IN_USE {
+    SCRUB_BYTES_SMALL_STACK
+} else if cfg!(all(
+    any(fkrng_opt_level = "2", fkrng_opt_level = "3"),
+    not(debug_assertions)
+)) {
     SCRUB_BYTES_OPTIMISED
+} else {
+    SCRUB_BYTES_SIZE_OPTIMISED
 };
 
-/// [`SCRUB_BYTES`] of optimised builds.
+/// [`SCRUB_BYTES`] of builds at opt-level 2 or 3 without debug assertions.
 const SCRUB_BYTES_OPTIMISED: usize = 2048;
 
-/// [`SCRUB_BYTES`] of builds with debug assertions (opt-level 0 by default).
-const SCRUB_BYTES_UNOPTIMISED: usize = 3584;
+/// [`SCRUB_BYTES`] of builds that compute keystream with the small-stack code.
+const SCRUB_BYTES_SMALL_STACK: usize = 3584;
+
+/// [`SCRUB_BYTES`] of the other builds: opt-level 1, `s` and `z` without debug assertions,
+/// and builds pinned to a keystream path.
+const SCRUB_BYTES_SIZE_OPTIMISED: usize = 4608;
 
 cfg_if::cfg_if! {
     if #[cfg(all(

@@ -13,9 +13,20 @@
 
 use super::{BLOCK_LEN, KEY_LEN, SIGMA};
 
-/// Whether this build computes keystream here: builds with debug assertions, unless a
-/// keystream path is pinned (`--cfg fkrng_keystream`, for tests of that path).
-pub(super) const IN_USE: bool = cfg!(debug_assertions) && super::PINNED.is_none();
+/// Whether this build computes keystream here: builds with debug assertions, and builds
+/// at opt-level 0 or at an optimisation level the build script could not tell
+/// (`fkrng_opt_level`, from build.rs), where the kernels and the `chacha20` crate need
+/// 16 to 19 KiB of stack; unless a keystream path is pinned (`--cfg fkrng_keystream`, for
+/// tests of that path).
+pub(super) const IN_USE: bool = (cfg!(debug_assertions)
+    || !cfg!(any(
+        fkrng_opt_level = "1",
+        fkrng_opt_level = "2",
+        fkrng_opt_level = "3",
+        fkrng_opt_level = "s",
+        fkrng_opt_level = "z"
+    )))
+    && super::PINNED.is_none();
 
 /// One block of output, in bytes.
 const _: () = assert!(BLOCK_LEN == 64);

@@ -461,3 +461,80 @@ fn protection_reported_for_this_host() {
     };
     assert_eq!(crate::snapshot_protection(), Some(expected));
 }
+
+/// The stand-in whose counter [`restore_now`] moves, as a restore in the middle of a read.
+static RESTORED: std::sync::atomic::AtomicPtr<StandIn> =
+    std::sync::atomic::AtomicPtr::new(core::ptr::null_mut());
+
+fn restore_now() {
+    // SAFETY: set by the test below to a stand-in that outlives every read it makes.
+    let s = unsafe { &*RESTORED.load(Ordering::SeqCst) };
+    let g = s.u64(OFFSET_VM_GENERATION_COUNTER).load(Ordering::Relaxed);
+    s.set_counter(g + 1);
+}
+
+/// A restore (the counter moves) while a 16-byte read runs, before or after its bytes are
+/// copied out of the state: the read returns neither the bytes the state held for it nor
+/// zeros, but bytes of a state reseeded for the new counter value.
+#[test]
+fn a_read_during_which_the_counter_moves_is_served_again() {
+    use crate::test_hooks::reads::{Point, arm};
+    // The whole process follows the stand-in: alone in a process of its own.
+    if in_new_process("snapshot::tests::a_read_during_which_the_counter_moves_is_served_again")
+        .is_some()
+    {
+        return;
+    }
+    let _serial = serial();
+    let s = StandIn::new(20);
+    crate::test_hooks::snapshot::follow(s.region());
+    RESTORED.store(core::ptr::addr_of!(s).cast_mut(), Ordering::SeqCst);
+    crate::fill(&mut [0u8; 16]);
+    let mut generation = 20;
+    // Every case is run and checked; the failures are reported together.
+    let mut failed = Vec::new();
+    for (point, fixed) in [
+        (Point::BeforeCopy, false),
+        (Point::AfterCopy, false),
+        (Point::AfterCopy, true),
+    ] {
+        let case = format!("{point:?}, array {fixed}");
+        crate::fill(&mut [0u8; 16]);
+        let (rest, _, seen) = unreseeded_continuation().unwrap();
+        assert_eq!(seen, generation, "{case}: seeded at the current counter");
+        assert!(
+            rest.len() >= 16,
+            "{case}: the read is served from the buffer"
+        );
+        let reseeds = crate::test_hooks::counters::snapshot_reseeds();
+        arm(point, restore_now);
+        let out = if fixed {
+            crate::array::<16>()
+        } else {
+            let mut out = [0u8; 16];
+            crate::fill(&mut out);
+            out
+        };
+        generation += 1;
+        assert_eq!(
+            s.u64(OFFSET_VM_GENERATION_COUNTER).load(Ordering::Relaxed),
+            generation,
+            "{case}: the hook ran"
+        );
+        let reseeded = crate::test_hooks::counters::snapshot_reseeds() - reseeds;
+        let mut check = |ok: bool, what: &str| {
+            if !ok {
+                failed.push(format!("{case}: {what} ({out:?})"));
+            }
+        };
+        check(out != [0u8; 16], "zero output");
+        check(out[..] != rest[..16], "served from the restored state");
+        check(reseeded == 1, "not served again after one reseed");
+        // The next read reseeds for the new counter at the latest.
+        crate::fill(&mut [0u8; 16]);
+        let (_, _, seen) = unreseeded_continuation().unwrap();
+        assert_eq!(seen, generation, "{case}: reseeded for the new counter");
+    }
+    RESTORED.store(core::ptr::null_mut(), Ordering::SeqCst);
+    assert!(failed.is_empty(), "{failed:#?}");
+}

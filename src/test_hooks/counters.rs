@@ -19,6 +19,7 @@ static CHUNKS_MAPPED: AtomicU64 = AtomicU64::new(0);
 static STATES_SET_UP: AtomicU64 = AtomicU64::new(0);
 static SNAPSHOT_RESEEDS: AtomicU64 = AtomicU64::new(0);
 static SIGNAL_FRAMES_WIPED: AtomicU64 = AtomicU64::new(0);
+static DISCARDED_READS: AtomicU64 = AtomicU64::new(0);
 
 pub(crate) fn count_os_read() {
     OS_READS.fetch_add(1, Relaxed);
@@ -108,4 +109,16 @@ pub(crate) fn count_snapshot_reseed() {
 /// (a snapshot restore), counted after the reseed succeeded.
 pub fn snapshot_reseeds() -> u64 {
     SNAPSHOT_RESEEDS.load(Relaxed)
+}
+
+pub(crate) fn count_discarded_read() {
+    DISCARDED_READS.fetch_add(1, Relaxed);
+}
+
+/// Reads whose bytes were copied from a thread's state (or a one-off generator) that was
+/// stale, or went stale while they were copied (the epoch or the VM generation moved, or
+/// the state's pages were wiped under a raw `clone`), and were therefore zeroed and served
+/// again.
+pub fn discarded_reads() -> u64 {
+    DISCARDED_READS.load(Relaxed)
 }

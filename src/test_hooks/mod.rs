@@ -19,6 +19,7 @@
 //! - `entropy` (unit tests only): the one fake OS source.
 //! - `lifecycle` (unit tests only): a thread's state without wipe-on-fork, a look at what it
 //!   would serve next, the check of every release at thread exit, and the fork helper.
+//! - `reads` (unit tests only): a hook that runs inside a read, as a signal handler would.
 
 #[cfg(all(feature = "std", any(test, feature = "test-hooks")))]
 pub mod counters;
@@ -29,5 +30,7 @@ pub(crate) mod keystream;
 pub(crate) mod lifecycle;
 #[cfg(all(feature = "std", any(test, feature = "test-hooks")))]
 pub mod memory;
+#[cfg(all(test, feature = "std"))]
+pub(crate) mod reads;
 #[cfg(all(feature = "std", any(test, feature = "test-hooks")))]
 pub mod snapshot;

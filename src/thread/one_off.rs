@@ -31,6 +31,28 @@ pub(crate) fn one_off_fill(dest: &mut [u8], why: OneOff) -> Result<(), Error> {
     crate::test_hooks::counters::count_one_off(why);
     #[cfg(not(any(test, feature = "test-hooks")))]
     let _ = why;
+    // A fork from a signal handler, or a restore, while the one-off generator runs gives
+    // two processes the same generator (it lives on the stack): its bytes are discarded and
+    // the read made again with a new one, as often as a fork or a restore happened during
+    // it. The fork count is compared, not the epoch, which `reseed_all` on another thread
+    // also moves and which could keep this loop going. (A raw `clone` runs no handler and
+    // leaves the stack as it was: that one case is not seen here.)
+    loop {
+        let forks = crate::fork::forks();
+        let generation = crate::snapshot::generation();
+        one_off_once(dest)?;
+        core::sync::atomic::compiler_fence(core::sync::atomic::Ordering::SeqCst);
+        if forks == crate::fork::forks() && generation == crate::snapshot::generation() {
+            return Ok(());
+        }
+        dest.zeroize();
+        #[cfg(any(test, feature = "test-hooks"))]
+        crate::test_hooks::counters::count_discarded_read();
+    }
+}
+
+/// One one-off generator, seeded, read into `dest` and wiped.
+fn one_off_once(dest: &mut [u8]) -> Result<(), Error> {
     // Seeded in place (`K = 0 XOR S`) rather than through `FkeRng::from_seed`, whose
     // by-value seed and return would leave copies of the key in dead stack frames.
     let mut one_off = FkeState::new([0; KEY_LEN]);

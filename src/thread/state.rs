@@ -9,7 +9,7 @@ use crate::entropy::{Entropy, Os};
 use crate::fork;
 use crate::generator::{FkeState, KEY_LEN};
 use crate::snapshot;
-use core::sync::atomic::AtomicBool;
+use core::sync::atomic::{AtomicBool, Ordering, compiler_fence};
 use zeroize::Zeroize;
 
 /// One thread's generator. Valid when all-zero (empty and unseeded).
@@ -38,34 +38,73 @@ impl ThreadState {
         })
     }
 
-    /// Whether the key belongs to this process and VM generation: one relaxed atomic load
-    /// of the epoch, two loads of the VM generation counter (its address, its value).
+    /// Whether the key belongs to this process and VM generation, checked once the read's
+    /// bytes are copied out (the read's only check; see [`Self::fill`]): one relaxed
+    /// atomic load of the epoch and one volatile load of the state's own, two loads of the
+    /// VM generation counter (its address, its value).
+    ///
+    /// The state's epoch is read from memory, not from what the compiler may keep of an
+    /// earlier load: a signal handler that interrupted the read may have made this process
+    /// a child by a raw `clone` (no fork handler, so the process-wide epoch did not move),
+    /// in which the kernel zeroed the state's wipe-on-fork pages; a zeroed state reads
+    /// epoch 0, which no process-wide epoch ever is.
     #[inline(always)]
     fn current(&self) -> bool {
-        self.life.epoch == fork::epoch() && self.life.generation == snapshot::generation()
+        // Keeps the copy before the loads below: a handler's fork between the two must be
+        // seen.
+        compiler_fence(Ordering::SeqCst);
+        // SAFETY: `self.life.epoch` is an initialised, aligned `u64` of this state, read
+        // through a pointer made from a valid reference.
+        let own = unsafe { core::ptr::read_volatile(&raw const self.life.epoch) };
+        own == fork::epoch() && self.life.generation == snapshot::generation()
     }
 
-    /// The small-read fast path: a length check, [`Self::current`], a copy and a zeroing.
+    /// The small-read fast path: a length check, a copy and a zeroing, then
+    /// [`Self::current`].
+    ///
+    /// The check comes after the copy, as the vDSO `getrandom` re-reads its generation
+    /// after copying: the copy may have been interrupted by a signal handler that forked,
+    /// by a VM snapshot restore or by a handler's raw `clone` (whose child copies from a
+    /// zeroed state), and bytes copied across such an event are discarded (zeroed) and the
+    /// request served again from a reseeded state ([`Self::discard_and_fill`]). A state
+    /// that was stale before the read (after a fork, `reseed_all` or a restore) fails the
+    /// same check: its bytes are copied, wiped from its buffer, and discarded too.
     #[inline(always)]
     pub(super) fn fill(&mut self, dest: &mut [u8]) -> Result<(), Error> {
-        if dest.len() <= self.fke.available() && self.current() {
+        if dest.len() <= self.fke.available() {
             self.fke.serve(dest);
-            Ok(())
-        } else {
-            self.fill_slow(dest, &mut Os, &Monotonic)
+            #[cfg(test)]
+            crate::test_hooks::reads::at(crate::test_hooks::reads::Point::AfterCopy);
+            if self.current() {
+                return Ok(());
+            }
+            return self.discard_and_fill(dest);
         }
+        self.fill_slow(dest, &mut Os, &Monotonic)
     }
 
-    /// The fast path of a fixed-size read (`u32`, `u64`, `array`): [`Self::current`], then
-    /// `N` bytes taken from the buffer; `None` (nothing taken) when the read needs the slow
-    /// path.
+    /// The fast path of a fixed-size read (`u32`, `u64`, `array`): `N` bytes taken from the
+    /// buffer, then [`Self::current`]; `None` when the read needs the slow path (too few
+    /// bytes left, nothing taken) or the state was stale or went stale during the take
+    /// (the bytes taken are dropped).
     #[inline(always)]
     pub(super) fn take<const N: usize>(&mut self) -> Option<[u8; N]> {
-        if self.current() {
-            self.fke.take::<N>()
-        } else {
-            None
-        }
+        let out = self.fke.take::<N>()?;
+        #[cfg(test)]
+        crate::test_hooks::reads::at(crate::test_hooks::reads::Point::AfterCopy);
+        if self.current() { Some(out) } else { None }
+    }
+
+    /// A read whose copy was made from a state that was, or went, stale: its bytes are
+    /// zeroed, and it is served again through [`Self::fill_slow`], which reseeds first (or
+    /// takes the one-off path while a fork is under way).
+    #[cold]
+    #[inline(never)]
+    fn discard_and_fill(&mut self, dest: &mut [u8]) -> Result<(), Error> {
+        dest.zeroize();
+        #[cfg(any(test, feature = "test-hooks"))]
+        crate::test_hooks::counters::count_discarded_read();
+        self.fill_slow(dest, &mut Os, &Monotonic)
     }
 
     /// Seeds or reseeds if the state is unseeded, from an older epoch (fork, `reseed_all`) or
@@ -83,12 +122,36 @@ impl ThreadState {
             // Nothing to produce: no (re)seed, so no OS read and no OS error.
             return Ok(());
         }
+        // A read that a fork, a raw `clone` or a restore interrupted is served again, from
+        // a reseeded state: at most twice here, then from the one-off path (which checks
+        // for the same events), so that a thread that calls `reseed_all` without pause
+        // cannot keep another thread's large read going round.
+        for _ in 0..2 {
+            if !self.fill_once(dest, os, clock)? || self.current() {
+                return Ok(());
+            }
+            dest.zeroize();
+            #[cfg(any(test, feature = "test-hooks"))]
+            crate::test_hooks::counters::count_discarded_read();
+        }
+        super::one_off_fill(dest, super::OneOff::Interrupted)
+    }
+
+    /// One try of [`Self::fill_slow`]: (re)seeds when needed, then fills. `Ok(true)` when
+    /// the bytes came from this state (the caller checks it is still current), `Ok(false)`
+    /// when a fork under way sent the read to the one-off path.
+    fn fill_once(
+        &mut self,
+        dest: &mut [u8],
+        os: &mut impl Entropy,
+        clock: &impl Clock,
+    ) -> Result<bool, Error> {
         let restored = self.life.seeded && self.life.generation != snapshot::generation();
         if !self.life.seeded || self.life.epoch != fork::epoch() || restored {
             if fork::fork_under_way() {
                 // A fork handler's read (fkrng's prepare handler moved the epoch): the
                 // child inherits this state, so it is neither reseeded nor read now.
-                return super::one_off_fill(dest, super::OneOff::ForkUnderWay);
+                return super::one_off_fill(dest, super::OneOff::ForkUnderWay).map(|()| false);
             }
             // Strict: no output from an unseeded, inherited or restored key.
             self.reseed(os, clock)?;
@@ -114,7 +177,8 @@ impl ThreadState {
             }
             life.produced = life.produced.saturating_add(bytes as u64);
             Ok::<(), Error>(())
-        })
+        })?;
+        Ok(true)
     }
 
     /// `K = K XOR S` with 32 fresh OS bytes `S`, buffer wiped and emptied, counters reset.

@@ -814,3 +814,157 @@ fn a_forked_childs_new_threads_take_the_slots_of_threads_it_lacks() {
         cloned[0]
     );
 }
+
+/// How the signal handler of [`read_interrupted_by_fork`] makes its child: 1 by `fork()`,
+/// 2 by a raw `clone` (no atfork handler runs).
+#[cfg(all(target_os = "linux", feature = "test-hooks"))]
+static FORK_HOW: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+/// What the handler's fork returned: the child's id in the parent, 0 in the child.
+#[cfg(all(target_os = "linux", feature = "test-hooks"))]
+static FORKED: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(-1);
+
+#[cfg(all(target_os = "linux", feature = "test-hooks"))]
+extern "C" fn fork_in_handler(_: libc::c_int) {
+    use std::sync::atomic::Ordering::SeqCst;
+    let pid = if FORK_HOW.load(SeqCst) == 1 {
+        // SAFETY: `fork` is async-signal-safe; the child only finishes the interrupted
+        // read, writes to a pipe and `_exit`s.
+        i64::from(unsafe { libc::fork() })
+    } else {
+        // SAFETY: a raw `clone` with only `SIGCHLD` and no new stack: the child runs on a
+        // copy of this stack, as after `fork`, and does what a `fork` child does above.
+        unsafe { libc::syscall(libc::SYS_clone, libc::SIGCHLD, 0, 0, 0, 0) }
+    };
+    FORKED.store(pid, SeqCst);
+}
+
+#[cfg(all(target_os = "linux", feature = "test-hooks"))]
+fn raise_fork_signal() {
+    // SAFETY: raises a signal whose handler (installed by the test) is `fork_in_handler`.
+    unsafe { libc::raise(libc::SIGUSR1) };
+}
+
+/// One 16-byte read (`fill`, or `array` when `fixed`) on this thread, interrupted at
+/// `point` by a signal whose handler forks (`raw_clone`: by a raw `clone`); the parent's
+/// and the child's result of that one read, and the 16 bytes the state held for it, or
+/// `None` if the child did not exit with status 0 after sending its result.
+#[cfg(all(target_os = "linux", feature = "test-hooks"))]
+fn read_interrupted_by_fork(
+    point: crate::test_hooks::reads::Point,
+    raw_clone: bool,
+    fixed: bool,
+) -> Option<([u8; 16], [u8; 16], [u8; 16])> {
+    use std::sync::atomic::Ordering::SeqCst;
+    crate::fill(&mut [0u8; 16]);
+    let (rest, _, _) = crate::test_hooks::lifecycle::unreseeded_continuation().unwrap();
+    assert!(rest.len() >= 16, "the next read is served from the buffer");
+    let held: [u8; 16] = rest[..16].try_into().unwrap();
+    let mut fds = [0; 2];
+    // SAFETY: `fds` has room for the two descriptors.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    FORK_HOW.store(if raw_clone { 2 } else { 1 }, SeqCst);
+    FORKED.store(-1, SeqCst);
+    crate::test_hooks::reads::arm(point, raise_fork_signal);
+    let mut out = [0u8; 16];
+    if fixed {
+        out = crate::array::<16>();
+    } else {
+        crate::fill(&mut out);
+    }
+    let pid = FORKED.load(SeqCst);
+    if pid == 0 {
+        // The child: its result to the parent, then out.
+        // SAFETY: writes 16 initialised bytes to the pipe, then ends the child at once.
+        unsafe {
+            libc::write(fds[1], out.as_ptr().cast(), 16);
+            libc::_exit(0);
+        }
+    }
+    assert!(pid > 0, "the handler did not run or its fork failed");
+    // SAFETY: `fds[1]` is the write end, not used by the parent.
+    unsafe { libc::close(fds[1]) };
+    let mut child = [0u8; 16];
+    // SAFETY: reads up to 16 bytes into `child`.
+    let n = unsafe { libc::read(fds[0], child.as_mut_ptr().cast(), 16) };
+    let mut status = 0;
+    // SAFETY: waits for the child made above; `status` is writable; closes the read end.
+    unsafe {
+        libc::waitpid(pid as libc::pid_t, &mut status, 0);
+        libc::close(fds[0]);
+    }
+    (n == 16 && libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0)
+        .then_some((out, child, held))
+}
+
+/// A read interrupted by a signal handler that forks, by `fork()` or by a raw `clone`,
+/// before or after its bytes are copied: parent and child both return fresh bytes of
+/// their own, never the bytes the state held when the read began (which both processes
+/// copied) and never the zeros a child's copy from its wiped state makes.
+#[cfg(all(target_os = "linux", feature = "test-hooks"))]
+#[test]
+fn a_read_interrupted_by_a_fork_in_a_signal_handler_is_served_again() {
+    use crate::test_hooks::reads::Point::{AfterCopy, BeforeCopy};
+    if in_new_process(
+        "thread::tests::a_read_interrupted_by_a_fork_in_a_signal_handler_is_served_again",
+    )
+    .is_some()
+    {
+        return;
+    }
+    // SAFETY: installs a handler for SIGUSR1, which only this test raises.
+    unsafe {
+        let mut action: libc::sigaction = core::mem::zeroed();
+        action.sa_sigaction = fork_in_handler as *const () as usize;
+        libc::sigemptyset(&mut action.sa_mask);
+        assert_eq!(
+            libc::sigaction(libc::SIGUSR1, &action, core::ptr::null_mut()),
+            0
+        );
+    }
+    crate::fill(&mut [0u8; 16]);
+    // A raw `clone` child is caught by its wiped pages: promised only where the kernel
+    // honours wipe-on-fork.
+    let raw_clone_too = madvise_honoured("reads interrupted by a raw clone");
+    let mut cases = vec![
+        (AfterCopy, false, false),
+        (AfterCopy, false, true),
+        (BeforeCopy, false, false),
+    ];
+    if raw_clone_too {
+        cases.extend([
+            (AfterCopy, true, false),
+            (AfterCopy, true, true),
+            (BeforeCopy, true, false),
+        ]);
+    }
+    // Every case is run and checked; the failures are reported together.
+    let mut failed = Vec::new();
+    for (point, raw_clone, fixed) in cases {
+        let case = format!("{point:?}, raw clone {raw_clone}, array {fixed}");
+        let discarded = crate::test_hooks::counters::discarded_reads();
+        let Some((parent, child, held)) = read_interrupted_by_fork(point, raw_clone, fixed) else {
+            failed.push(format!("{case}: the child failed"));
+            continue;
+        };
+        let mut check = |ok: bool, what: &str| {
+            if !ok {
+                failed.push(format!(
+                    "{case}: {what} (parent {parent:?}, child {child:?})"
+                ));
+            }
+        };
+        check(child != [0u8; 16], "the child's read is zero");
+        check(parent != [0u8; 16], "the parent's read is zero");
+        check(parent != child, "parent and child read the same bytes");
+        check(child != held, "the child returned the state's bytes");
+        if !raw_clone {
+            // `fork()` moved the parent's epoch too (its prepare handler).
+            check(parent != held, "the parent returned the state's bytes");
+            check(
+                crate::test_hooks::counters::discarded_reads() == discarded + 1,
+                "the parent did not discard its read once",
+            );
+        }
+    }
+    assert!(failed.is_empty(), "{failed:#?}");
+}
