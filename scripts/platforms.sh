@@ -153,6 +153,7 @@ if want cpu-model; then
       env FKRNG_EXPECT_KEYSTREAM="$path" FKRNG_EXPECT_FORK_PROTECTION=AtforkEpoch \
       PROPTEST_CASES=32 \
       CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER="qemu-x86_64 -cpu $cpu" \
+      FKRNG_TEST_RUNNER="qemu-x86_64 -cpu $cpu" \
       cargo test --release --features test-hooks --lib --test kat --test threads --test fork -- --show-output
     # qemu-user ignores MADV_WIPEONFORK: the tests run under AtforkEpoch and print, with
     # --show-output, the wipe-on-fork claims (raw clones, page flags) they leave out.
