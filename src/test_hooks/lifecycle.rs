@@ -19,11 +19,14 @@ pub(crate) fn set_up_without_wipe_on_fork() {
 
 /// What this thread's state would serve next without a reseed (the unserved rest of its
 /// buffer, then keystream under its key) and the VM generation it last reseeded at; `None`
-/// before its first read. For the snapshot tests (little-endian 64-bit Linux).
+/// before its first read. For the snapshot tests (little-endian 64-bit Linux) and the test
+/// of reads interrupted by a fork (Linux, with the test hooks).
 #[cfg(all(
     target_os = "linux",
-    target_endian = "little",
-    target_pointer_width = "64"
+    any(
+        all(target_endian = "little", target_pointer_width = "64"),
+        feature = "test-hooks"
+    )
 ))]
 pub(crate) fn unreseeded_continuation() -> Option<(Vec<u8>, [u8; KEY_LEN], u64)> {
     let p = STATE.get();
