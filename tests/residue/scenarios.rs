@@ -183,9 +183,25 @@ pub(crate) const STORM_INTERVAL_NS: libc::c_long = 50_000;
 /// test's own block function (computing and checking each batch's key) leaves holding the
 /// next batch's key words: a signal that arrived in the next batch before fkrng's own code
 /// clears them would save them in a frame below the reads, and the scan would count the
-/// test's copy as fkrng's. (On x86-64 the test's code leaves no such words in registers.)
+/// test's copy as fkrng's. On x86-64 the SSE registers are cleared (the test's code uses
+/// no wider ones).
 #[inline(never)]
 fn clear_test_registers() {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: registers only, each declared clobbered.
+    unsafe {
+        std::arch::asm!(
+            "pxor xmm0, xmm0", "pxor xmm1, xmm1", "pxor xmm2, xmm2", "pxor xmm3, xmm3",
+            "pxor xmm4, xmm4", "pxor xmm5, xmm5", "pxor xmm6, xmm6", "pxor xmm7, xmm7",
+            "pxor xmm8, xmm8", "pxor xmm9, xmm9", "pxor xmm10, xmm10", "pxor xmm11, xmm11",
+            "pxor xmm12, xmm12", "pxor xmm13, xmm13", "pxor xmm14, xmm14", "pxor xmm15, xmm15",
+            out("xmm0") _, out("xmm1") _, out("xmm2") _, out("xmm3") _,
+            out("xmm4") _, out("xmm5") _, out("xmm6") _, out("xmm7") _,
+            out("xmm8") _, out("xmm9") _, out("xmm10") _, out("xmm11") _,
+            out("xmm12") _, out("xmm13") _, out("xmm14") _, out("xmm15") _,
+            options(nomem, nostack, preserves_flags),
+        );
+    }
     #[cfg(target_arch = "aarch64")]
     // SAFETY: registers only, each declared clobbered.
     unsafe {
@@ -308,4 +324,385 @@ pub(crate) fn signal_storm() {
             findings.clusters
         );
     }
+}
+
+/// An alternate signal stack of the calling thread: a mapping of `size` bytes that
+/// `sigaltstack` names, above [`SENTINEL`] painted bytes and a `PROT_NONE` guard page, all
+/// painted with [`PAINT`]. Dropping it disables the alternate stack (restoring none) and
+/// unmaps it.
+pub(crate) struct AltStack {
+    mapping: *mut libc::c_void,
+    /// `ss_sp`: the lowest byte of the alternate stack.
+    pub(crate) base: usize,
+    pub(crate) size: usize,
+}
+
+/// Bytes of painted memory kept between an [`AltStack`] and its guard page: a write below
+/// the alternate stack changes them instead of killing the test.
+pub(crate) const SENTINEL: usize = 16 << 10;
+
+/// The paint of an [`AltStack`] and its sentinel bytes.
+pub(crate) const PAINT: u8 = 0xa5;
+
+const GUARD: usize = 4096;
+
+impl AltStack {
+    /// Maps, paints and installs an alternate signal stack of `size` bytes for the calling
+    /// thread.
+    pub(crate) fn install(size: usize) -> Self {
+        // SAFETY: a fresh private anonymous mapping: its lowest page made inaccessible, the
+        // rest painted, all within it; the alternate stack names part of it, and `Drop`
+        // disables it before unmapping.
+        unsafe {
+            let mapping = libc::mmap(
+                std::ptr::null_mut(),
+                GUARD + SENTINEL + size,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
+                -1,
+                0,
+            );
+            assert_ne!(mapping, libc::MAP_FAILED, "mmap");
+            assert_eq!(libc::mprotect(mapping, GUARD, libc::PROT_NONE), 0);
+            let base = mapping as usize + GUARD + SENTINEL;
+            mapping
+                .cast::<u8>()
+                .add(GUARD)
+                .write_bytes(PAINT, SENTINEL + size);
+            let stack = libc::stack_t {
+                ss_sp: base as *mut libc::c_void,
+                ss_flags: 0,
+                ss_size: size,
+            };
+            assert_eq!(libc::sigaltstack(&stack, std::ptr::null_mut()), 0);
+            AltStack {
+                mapping,
+                base,
+                size,
+            }
+        }
+    }
+
+    pub(crate) fn range(&self) -> std::ops::Range<usize> {
+        self.base..self.base + self.size
+    }
+
+    /// Paints the alternate stack again (not the sentinel bytes below it).
+    pub(crate) fn repaint(&self) {
+        // SAFETY: the alternate stack, within the mapping, with no handler running on it
+        // (the caller's thread runs here, off it, and its signals are blocked or arrive
+        // after this).
+        unsafe { (self.base as *mut u8).write_bytes(PAINT, self.size) };
+    }
+
+    /// The lowest byte of the sentinel bytes and the alternate stack that is no longer the
+    /// paint, as bytes below the alternate stack's base (0 if none below it), and as bytes
+    /// above it otherwise (`Err`).
+    pub(crate) fn lowest_write(&self) -> Result<usize, usize> {
+        let start = self.base - SENTINEL;
+        let untouched = (0..SENTINEL + self.size)
+            // SAFETY: within the painted part of the mapping, no handler running on it.
+            .take_while(|&i| unsafe { ((start + i) as *const u8).read_volatile() } == PAINT)
+            .count();
+        if untouched < SENTINEL {
+            Ok(SENTINEL - untouched)
+        } else {
+            Err(untouched - SENTINEL)
+        }
+    }
+}
+
+impl Drop for AltStack {
+    fn drop(&mut self) {
+        // SAFETY: disables the calling thread's alternate stack (it runs off it), then
+        // unmaps the mapping made in `install`.
+        unsafe {
+            let off = libc::stack_t {
+                ss_sp: std::ptr::null_mut(),
+                ss_flags: libc::SS_DISABLE,
+                ss_size: 0,
+            };
+            assert_eq!(libc::sigaltstack(&off, std::ptr::null_mut()), 0);
+            libc::munmap(self.mapping, GUARD + SENTINEL + self.size);
+        }
+    }
+}
+
+/// Blocks (`true`) or unblocks `signal` for the calling thread.
+fn block_signal(signal: libc::c_int, block: bool) {
+    // SAFETY: a signal set initialised by `sigemptyset`; the old mask is not wanted.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, signal);
+        let how = if block {
+            libc::SIG_BLOCK
+        } else {
+            libc::SIG_UNBLOCK
+        };
+        assert_eq!(
+            libc::pthread_sigmask(how, &set, std::ptr::null_mut()),
+            0,
+            "pthread_sigmask"
+        );
+    }
+}
+
+/// Takes `signal` if it is pending for the calling thread (which blocks it), without
+/// running its handler.
+fn drain_signal(signal: libc::c_int) {
+    // SAFETY: a signal set initialised by `sigemptyset`; a zero timeout makes
+    // `sigtimedwait` return at once; the signal's details are not wanted.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, signal);
+        let zero = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        libc::sigtimedwait(&set, std::ptr::null_mut(), &zero);
+    }
+}
+
+/// The timer signal of the alternate-stack storm, whose handler runs on the alternate stack
+/// (`SA_ONSTACK`), as a profiler's does.
+pub(crate) const ALT_STORM_SIGNAL: libc::c_int = libc::SIGPROF;
+
+/// Interval of the alternate-stack storm's timer: 20 µs.
+pub(crate) const ALT_STORM_INTERVAL_NS: libc::c_long = 20_000;
+
+/// Size of the alternate-stack storm's alternate signal stack.
+pub(crate) const ALT_STORM_STACK: usize = 32 << 10;
+
+/// Refills the alternate-stack storm runs at least.
+pub(crate) const ALT_STORM_MIN_BATCHES: usize = 20_000;
+
+/// Refills interrupted by a signal that the alternate-stack storm waits for, at least.
+pub(crate) const ALT_STORM_MIN_INTERRUPTED: usize = 100;
+
+/// Refills interrupted by a signal after which the alternate-stack storm stops before
+/// [`ALT_STORM_MIN_BATCHES`] (emulated and unoptimised runs, whose refills take longer).
+pub(crate) const ALT_STORM_ENOUGH_INTERRUPTED: usize = 2000;
+
+/// Signals the alternate-stack storm's handler has run.
+pub(crate) static ALT_STORM_SIGNALS: std::sync::atomic::AtomicUsize =
+    std::sync::atomic::AtomicUsize::new(0);
+
+pub(crate) extern "C" fn count_alt_signal(_: libc::c_int) {
+    ALT_STORM_SIGNALS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// The signal storm on an alternate signal stack: refills of a seeded generator under a
+/// thread-directed timer whose handler runs with `SA_ONSTACK`; after every refill the
+/// whole alternate stack is searched for the key the refill ran under and its block
+/// function's words. The signal is blocked outside the refills (a signal pending then is
+/// taken with `sigtimedwait`, its handler not run), so every frame on the alternate stack
+/// was written during a refill, holding fkrng's registers, not the test's.
+pub(crate) fn alt_stack_storm() {
+    let _scan = MEMORY_SCAN.lock().unwrap_or_else(PoisonError::into_inner);
+    use std::sync::atomic::Ordering::Relaxed;
+
+    let alt = AltStack::install(ALT_STORM_STACK);
+    // SAFETY: a handler that only increments an atomic.
+    unsafe {
+        signals::on_signal(
+            ALT_STORM_SIGNAL,
+            count_alt_signal,
+            libc::SA_ONSTACK | libc::SA_RESTART,
+        )
+    };
+    block_signal(ALT_STORM_SIGNAL, true);
+    let timer = ThreadTimer::start(ALT_STORM_SIGNAL, ALT_STORM_INTERVAL_NS);
+
+    let mut evidence = Evidence::new();
+    evidence.draw_keys(1);
+    let mut rng = boxed_generator(&evidence.keys[0]);
+    scrub_stack_below();
+    let mut served = vec![0u8; BUFFER_LEN];
+    let mut findings = StormFindings::default();
+    let wiped_before = fkrng::test_hooks::counters::alt_stack_frames_wiped();
+    let (mut batches, mut interrupted) = (0, 0);
+    while interrupted < ALT_STORM_ENOUGH_INTERRUPTED
+        && (batches < ALT_STORM_MIN_BATCHES
+            || interrupted < ALT_STORM_MIN_INTERRUPTED && batches < STORM_MAX_BATCHES)
+    {
+        drain_signal(ALT_STORM_SIGNAL);
+        alt.repaint();
+        clear_test_registers();
+        block_signal(ALT_STORM_SIGNAL, false);
+        let before = ALT_STORM_SIGNALS.load(Relaxed);
+        // A refill: a 1-byte read, then the other 991 bytes.
+        let (one, rest) = served.split_at_mut(1);
+        rng.fill(one);
+        rng.fill(rest);
+        let after = ALT_STORM_SIGNALS.load(Relaxed);
+        block_signal(ALT_STORM_SIGNAL, true);
+        if after != before {
+            interrupted += 1;
+        }
+        evidence.check_batch(0, &served);
+        evidence.span_scan(alt.range(), &mut findings);
+        evidence.keys.copy_within(1..2, 0);
+        evidence.chacha20_block(0, 0, Output::NextKey);
+        batches += 1;
+    }
+    drop(timer);
+    drain_signal(ALT_STORM_SIGNAL);
+    block_signal(ALT_STORM_SIGNAL, false);
+    let wiped = fkrng::test_hooks::counters::alt_stack_frames_wiped() - wiped_before;
+    evidence.wipe();
+    drop(rng);
+    drop(alt);
+    eprintln!(
+        "{batches} refills, {interrupted} interrupted by one of {} signals taken on the \
+         alternate stack; after {} of them two or more words of the refill's key on the \
+         alternate stack, after {} all eight, after {} a cluster of its block function's \
+         words; at most {} distinct words after one refill; {wiped} signal frames on the \
+         alternate stack wiped",
+        ALT_STORM_SIGNALS.load(Relaxed),
+        findings.key_words,
+        findings.whole_keys,
+        findings.clusters,
+        findings.most_words,
+    );
+    assert!(
+        interrupted >= ALT_STORM_MIN_INTERRUPTED,
+        "only {interrupted} of {batches} refills were interrupted by a signal"
+    );
+    // Frames on the alternate stack are found and wiped on x86-64 and AArch64 Linux;
+    // elsewhere what they leave is the documented residue (docs/SECURITY.md).
+    if cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
+        assert!(
+            findings.key_words == 0 && findings.clusters == 0,
+            "old key material on the alternate signal stack after {} refills (key words) and \
+             {} (clusters)",
+            findings.key_words,
+            findings.clusters
+        );
+        assert!(
+            wiped > 0,
+            "no signal frame was found on the alternate stack"
+        );
+    }
+}
+
+/// The headroom test's signal, handled on the alternate stack.
+pub(crate) const HEADROOM_SIGNAL: libc::c_int = libc::SIGURG;
+
+/// Bytes above the alternate stack's base at which the headroom handler makes its read.
+static HEADROOM: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// The base of the headroom handler's alternate stack.
+static HEADROOM_BASE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// The headroom handler's stack pointer where it made its read (an address in its frame).
+static HEADROOM_AT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Frames of about 200 bytes until the stack pointer lies within 256 bytes above `target`,
+/// then the read: a 992-byte read that finds one byte left in the buffer and refills.
+#[inline(never)]
+fn read_at(target: usize) {
+    use std::sync::atomic::Ordering::Relaxed;
+    let mut pad = [0u8; 160];
+    let here = black_box(&raw mut pad) as usize;
+    if here > target + 256 {
+        read_at(target);
+    } else {
+        HEADROOM_AT.store(here, Relaxed);
+        read_here();
+    }
+    black_box(&mut pad);
+}
+
+/// The headroom handler's read, in a frame of its own below [`read_at`]'s.
+#[inline(never)]
+fn read_here() {
+    let mut out = [0u8; BUFFER_LEN];
+    fkrng::fill(&mut out);
+    black_box(&mut out);
+}
+
+extern "C" fn read_in_handler(_: libc::c_int) {
+    use std::sync::atomic::Ordering::Relaxed;
+    read_at(HEADROOM_BASE.load(Relaxed) + HEADROOM.load(Relaxed));
+}
+
+/// A refill in a handler on an alternate stack, with its read made `headroom` bytes above
+/// the stack's base (on a thread of its own, with a fresh alternate stack): returns the
+/// read's headroom as made (from its frame to the base) and the bytes written below the
+/// alternate stack (`Ok`) or the bytes left untouched at its bottom (`Err`).
+fn refill_with_headroom(headroom: usize) -> (usize, Result<usize, usize>) {
+    use std::sync::atomic::Ordering::Relaxed;
+    std::thread::spawn(move || {
+        let alt = AltStack::install(64 << 10);
+        HEADROOM_BASE.store(alt.base, Relaxed);
+        HEADROOM.store(headroom, Relaxed);
+        // The thread's first read, then one byte left in the buffer.
+        let mut first = [0u8; BUFFER_LEN - 1];
+        fkrng::fill(&mut first);
+        let wiped = fkrng::test_hooks::counters::signal_frames_wiped();
+        // SAFETY: sends the signal, whose handler is installed, to the calling thread.
+        assert_eq!(
+            unsafe { libc::pthread_kill(libc::pthread_self(), HEADROOM_SIGNAL) },
+            0
+        );
+        let made = HEADROOM_AT.load(Relaxed) - alt.base;
+        let below = alt.lowest_write();
+        // A nested signal's frame wiped below the read would reach further than the
+        // read's own writes do.
+        assert_eq!(
+            fkrng::test_hooks::counters::signal_frames_wiped(),
+            wiped,
+            "a signal frame was wiped below the read"
+        );
+        (made, below)
+    })
+    .join()
+    .unwrap()
+}
+
+/// A read on an alternate signal stack with little headroom: a handler (`SA_ONSTACK`)
+/// refills with its read made closer and closer to the alternate stack's base, above
+/// painted bytes and a guard page. Everything the read writes below its stack pointer, its
+/// frames, the scrub and the canaries, reaches `E` bytes below the read with room to
+/// spare; the canaries and the scrub beyond the computation's own frames must stop at the
+/// base, so the read must keep within the stack down to a headroom well under `E` (here:
+/// `E` - 1 KiB; the scrub alone reaches 2 KiB beyond the deepest computation's frames, the
+/// canaries further).
+pub(crate) fn alt_stack_headroom() {
+    let _scan = MEMORY_SCAN.lock().unwrap_or_else(PoisonError::into_inner);
+    // SAFETY: the handler reads the thread-local generator, which is made for handlers,
+    // on a thread that is not itself reading.
+    unsafe { signals::on_signal(HEADROOM_SIGNAL, read_in_handler, libc::SA_ONSTACK) };
+    // Plenty of room: how far below the read its writes reach.
+    let (made, below) = refill_with_headroom(32 << 10);
+    let reach = made - below.expect_err("writes below the alternate stack with 32 KiB of room");
+    let mut fits = None;
+    let mut headroom = reach + 256;
+    while headroom >= 256 {
+        let (made, below) = refill_with_headroom(headroom);
+        match below {
+            Err(_) => fits = Some(made),
+            Ok(bytes) => {
+                eprintln!(
+                    "a refill made {made} bytes above the alternate stack's base wrote {bytes} \
+                     bytes below it"
+                );
+                break;
+            }
+        }
+        headroom -= 64;
+    }
+    signals::default_action(HEADROOM_SIGNAL);
+    let fits = fits.expect("the read fits with its writes' full reach of headroom");
+    eprintln!(
+        "a refill in a handler on an alternate stack writes down to {reach} bytes below its \
+         read with room to spare, and keeps within the stack down to {fits} bytes of headroom"
+    );
+    assert!(
+        fits + 1024 <= reach,
+        "with {fits} bytes of headroom (its writes reach {reach} bytes below the read with \
+         room to spare), a read on an alternate stack wrote below its base"
+    );
 }
