@@ -101,7 +101,7 @@ fn wipe_signal_frames(top: usize, depth: usize, floor: usize) {
 /// 256 contiguous bytes of general registers that every signal frame holds (x86-64: the
 /// 32 words of `struct sigcontext`; AArch64: the 280 bytes of `fault_address`, `x0`-`x30`,
 /// `sp`, `pc` and `pstate`), so one canary falls in them wherever the frame lies.
-const ALT_SPACING: usize = 256;
+pub(super) const ALT_SPACING: usize = 256;
 
 /// The calling thread's alternate signal stack (`sigaltstack(2)`), `base..top`.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -214,21 +214,16 @@ pub(super) struct AltCanaries {
 
 impl AltCanaries {
     /// Whether a canary changed: the kernel wrote a signal frame at the top of the
-    /// alternate stack during the computation. Each word is compared on its own, so no
-    /// register keeps more than one word of the frame, and the caller clears the registers
-    /// next.
+    /// alternate stack since [`Stacks::arm`]. Called after the registers were cleared, so
+    /// that a frame written after the check holds no key word; the check itself leaves no
+    /// word it read in a register.
     #[inline]
     pub(super) fn changed(&self) -> bool {
-        let mut changed = false;
-        for i in 0..self.words {
-            // SAFETY: one of the words `arm` wrote, in the alternate stack, which the
-            // program keeps mapped while it is configured (it still is: a handler that ran
-            // during the computation returned, with the configuration it found).
-            let word =
-                unsafe { core::ptr::read_volatile((self.start - i * ALT_SPACING) as *const u64) };
-            changed |= word != CANARY;
-        }
-        changed
+        // SAFETY: the words `arm` wrote, every ALT_SPACING bytes down from `start`, in the
+        // alternate stack, which the program keeps mapped while it is configured (it still
+        // is: a handler that ran during the computation returned, with the configuration it
+        // found).
+        unsafe { arch::canaries_changed(self.start, self.words) }
     }
 
     /// Zeroes one signal frame's size below the top of the alternate stack (no lower than

@@ -42,7 +42,7 @@
 //! signal frame's size below the scrubbed area be zeroed.
 
 use super::super::SCRUB_BYTES;
-use super::{CANARY, Stacks, signal_frame, wipe_signal_frames};
+use super::{ALT_SPACING, CANARY, Stacks, signal_frame, wipe_signal_frames};
 
 /// Bytes between two canary words: at most the 280 written bytes of the general registers
 /// less 8 (so that one canary falls in them whenever the word above lies in the hole after
@@ -105,7 +105,6 @@ pub(super) fn below<R>(compute: impl FnOnce() -> R) -> R {
     }
     let alt = stacks.arm();
     let r = compute();
-    let alt_changed = alt.as_ref().is_some_and(|alt| alt.changed());
     let sp: usize;
     let changed: u64;
     // SAFETY: clears all 32 SIMD registers whole and the caller-saved general registers
@@ -213,7 +212,7 @@ pub(super) fn below<R>(compute: impl FnOnce() -> R) -> R {
             floor,
         );
     }
-    if let Some(alt) = alt.filter(|_| alt_changed) {
+    if let Some(alt) = alt.filter(|alt| alt.changed()) {
         alt.wipe(sp);
     }
     r
@@ -245,6 +244,42 @@ pub(super) fn ask_valgrind() -> bool {
         );
     }
     answer != 0
+}
+
+/// Whether any of the `words` canary words every `ALT_SPACING` bytes down from `start`
+/// differs from [`CANARY`]; the register that held each word is cleared afterwards, and
+/// the answer is 0 or 1, so no register keeps a word of a signal frame found there.
+///
+/// # Safety
+/// The words must be readable.
+#[inline]
+pub(super) unsafe fn canaries_changed(start: usize, words: usize) -> bool {
+    let changed: u64;
+    // SAFETY: reads the words, as the caller's contract allows; registers declared.
+    unsafe {
+        core::arch::asm!(
+            "mov {acc}, xzr",
+            "cbz {n}, 3f",
+            "2:",
+            "ldr {w}, [{at}], #-{spacing}",
+            "eor {w}, {w}, {canary}",
+            "orr {acc}, {acc}, {w}",
+            "subs {n}, {n}, #1",
+            "b.ne 2b",
+            "3:",
+            "mov {w}, xzr",
+            "cmp {acc}, #0",
+            "cset {acc}, ne",
+            canary = in(reg) CANARY,
+            spacing = const ALT_SPACING,
+            at = inout(reg) start => _,
+            n = inout(reg) words => _,
+            w = out(reg) _,
+            acc = out(reg) changed,
+            options(nostack, readonly),
+        );
+    }
+    changed != 0
 }
 
 /// Zeroes `bottom..top` (8-byte aligned, `bottom < top`) one word at a time.

@@ -3,7 +3,7 @@
 //! band and zeroed too (see the grandparent module).
 
 use super::super::SCRUB_BYTES;
-use super::{CANARY, Stacks, signal_frame, wipe_signal_frames};
+use super::{ALT_SPACING, CANARY, Stacks, signal_frame, wipe_signal_frames};
 
 /// Zeroes every listed vector register by xoring it with itself, in one `asm!` block
 /// that declares each one clobbered: SSE registers with `pxor r, r`; AVX-512 registers
@@ -105,7 +105,6 @@ pub(super) fn below<R>(compute: impl FnOnce() -> R) -> R {
     }
     let alt = stacks.arm();
     let r = compute();
-    let alt_changed = alt.as_ref().is_some_and(|alt| alt.changed());
     let sp: usize;
     let changed: u64;
     // SAFETY: clears the caller-saved registers (declared as outputs), then zeroes the
@@ -180,7 +179,7 @@ pub(super) fn below<R>(compute: impl FnOnce() -> R) -> R {
         // One signal frame's size below the scrubbed area, the band included.
         wipe_signal_frames(sp - SCRUB_BYTES, signal_frame().max(BAND), floor);
     }
-    if let Some(alt) = alt.filter(|_| alt_changed) {
+    if let Some(alt) = alt.filter(|alt| alt.changed()) {
         alt.wipe(sp);
     }
     r
@@ -223,6 +222,45 @@ unsafe fn clear_ymm() {
             options(nomem, nostack, preserves_flags),
         );
     }
+}
+
+/// Whether any of the `words` canary words every `ALT_SPACING` bytes down from `start`
+/// differs from [`CANARY`]; the register that held each word is cleared afterwards, and
+/// the answer is 0 or 1, so no register keeps a word of a signal frame found there.
+///
+/// # Safety
+/// The words must be readable.
+#[inline]
+pub(super) unsafe fn canaries_changed(start: usize, words: usize) -> bool {
+    let changed: u64;
+    // SAFETY: reads the words, as the caller's contract allows; registers declared.
+    unsafe {
+        core::arch::asm!(
+            "xor eax, eax",
+            "test rcx, rcx",
+            "jz 3f",
+            "2:",
+            "mov rdx, [rdi]",
+            "xor rdx, {canary}",
+            "or rax, rdx",
+            "sub rdi, {spacing}",
+            "dec rcx",
+            "jnz 2b",
+            "3:",
+            "xor edx, edx",
+            "test rax, rax",
+            "setnz dl",
+            "mov eax, edx",
+            canary = in(reg) CANARY,
+            spacing = const ALT_SPACING,
+            inout("rdi") start => _,
+            inout("rcx") words => _,
+            out("rax") changed,
+            out("rdx") _,
+            options(nostack, readonly),
+        );
+    }
+    changed != 0
 }
 
 /// Zeroes `bottom..top` (8-byte aligned) with `rep stosq`.
