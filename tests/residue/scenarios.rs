@@ -183,8 +183,8 @@ pub(crate) const STORM_INTERVAL_NS: libc::c_long = 50_000;
 /// test's own block function (computing and checking each batch's key) leaves holding the
 /// next batch's key words: a signal that arrived in the next batch before fkrng's own code
 /// clears them would save them in a frame below the reads, and the scan would count the
-/// test's copy as fkrng's. On x86-64 the SSE registers are cleared (the test's code uses
-/// no wider ones).
+/// test's copy as fkrng's. On x86-64 the SSE registers (the test's code uses no wider
+/// ones) and the caller-saved general registers are cleared.
 #[inline(never)]
 fn clear_test_registers() {
     #[cfg(target_arch = "x86_64")]
@@ -195,6 +195,10 @@ fn clear_test_registers() {
             "pxor xmm4, xmm4", "pxor xmm5, xmm5", "pxor xmm6, xmm6", "pxor xmm7, xmm7",
             "pxor xmm8, xmm8", "pxor xmm9, xmm9", "pxor xmm10, xmm10", "pxor xmm11, xmm11",
             "pxor xmm12, xmm12", "pxor xmm13, xmm13", "pxor xmm14, xmm14", "pxor xmm15, xmm15",
+            "xor eax, eax", "xor ecx, ecx", "xor edx, edx", "xor esi, esi", "xor edi, edi",
+            "xor r8d, r8d", "xor r9d, r9d", "xor r10d, r10d", "xor r11d, r11d",
+            out("rax") _, out("rcx") _, out("rdx") _, out("rsi") _, out("rdi") _,
+            out("r8") _, out("r9") _, out("r10") _, out("r11") _,
             out("xmm0") _, out("xmm1") _, out("xmm2") _, out("xmm3") _,
             out("xmm4") _, out("xmm5") _, out("xmm6") _, out("xmm7") _,
             out("xmm8") _, out("xmm9") _, out("xmm10") _, out("xmm11") _,
