@@ -161,7 +161,9 @@ impl Stacks {
     /// stack it interrupted), so no live data of the program lies there. A program that
     /// keeps a handler's frames there while running elsewhere (a handler that switched to
     /// another stack, or an alternate stack shared between threads) loses them to the
-    /// kernel at its next such signal as well.
+    /// kernel at its next such signal as well, unless it blocks those signals meanwhile; a
+    /// handler that switches stacks is to use `SS_AUTODISARM`, under which the stack is
+    /// reported disabled while it runs (docs/SECURITY.md).
     #[inline]
     pub(super) fn arm(&self) -> Option<AltCanaries> {
         let stack = self.free?;
