@@ -179,32 +179,42 @@ pub(crate) extern "C" fn count_signal(_: libc::c_int) {
 /// spend most of their time in signal delivery).
 pub(crate) const STORM_INTERVAL_NS: libc::c_long = 50_000;
 
-/// Clears the vector registers (and on AArch64 the caller-saved general ones), which the
-/// test's own block function (computing and checking each batch's key) leaves holding the
-/// next batch's key words: a signal that arrived in the next batch before fkrng's own code
-/// clears them would save them in a frame below the reads, and the scan would count the
-/// test's copy as fkrng's. On x86-64 the SSE registers (the test's code uses no wider
-/// ones) and the caller-saved general registers are cleared.
+/// Clears the vector registers and the caller-saved general ones, which the test's own
+/// code (computing and checking each batch's key, and the C library's `memmove` copying it,
+/// which uses `ymm16` and up on CPUs with AVX-512) leaves holding the next batch's key
+/// words: a signal that arrived in the next batch before fkrng's own code clears them would
+/// save them in a frame below the reads or on the alternate stack, and the scan would count
+/// the test's copy as fkrng's. On x86-64, all 32 AVX-512 registers where the CPU has them,
+/// else all 16 whole AVX or SSE registers.
 #[inline(never)]
 fn clear_test_registers() {
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: registers only, each declared clobbered.
-    unsafe {
-        std::arch::asm!(
-            "pxor xmm0, xmm0", "pxor xmm1, xmm1", "pxor xmm2, xmm2", "pxor xmm3, xmm3",
-            "pxor xmm4, xmm4", "pxor xmm5, xmm5", "pxor xmm6, xmm6", "pxor xmm7, xmm7",
-            "pxor xmm8, xmm8", "pxor xmm9, xmm9", "pxor xmm10, xmm10", "pxor xmm11, xmm11",
-            "pxor xmm12, xmm12", "pxor xmm13, xmm13", "pxor xmm14, xmm14", "pxor xmm15, xmm15",
-            "xor eax, eax", "xor ecx, ecx", "xor edx, edx", "xor esi, esi", "xor edi, edi",
-            "xor r8d, r8d", "xor r9d, r9d", "xor r10d, r10d", "xor r11d, r11d",
-            out("rax") _, out("rcx") _, out("rdx") _, out("rsi") _, out("rdi") _,
-            out("r8") _, out("r9") _, out("r10") _, out("r11") _,
-            out("xmm0") _, out("xmm1") _, out("xmm2") _, out("xmm3") _,
-            out("xmm4") _, out("xmm5") _, out("xmm6") _, out("xmm7") _,
-            out("xmm8") _, out("xmm9") _, out("xmm10") _, out("xmm11") _,
-            out("xmm12") _, out("xmm13") _, out("xmm14") _, out("xmm15") _,
-            options(nomem, nostack, preserves_flags),
-        );
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU has AVX-512F.
+            unsafe { clear_zmm() };
+        } else if std::arch::is_x86_feature_detected!("avx") {
+            // SAFETY: the CPU has AVX.
+            unsafe { clear_ymm() };
+        }
+        // SAFETY: registers only, each declared clobbered.
+        unsafe {
+            std::arch::asm!(
+                "pxor xmm0, xmm0", "pxor xmm1, xmm1", "pxor xmm2, xmm2", "pxor xmm3, xmm3",
+                "pxor xmm4, xmm4", "pxor xmm5, xmm5", "pxor xmm6, xmm6", "pxor xmm7, xmm7",
+                "pxor xmm8, xmm8", "pxor xmm9, xmm9", "pxor xmm10, xmm10", "pxor xmm11, xmm11",
+                "pxor xmm12, xmm12", "pxor xmm13, xmm13", "pxor xmm14, xmm14", "pxor xmm15, xmm15",
+                "xor eax, eax", "xor ecx, ecx", "xor edx, edx", "xor esi, esi", "xor edi, edi",
+                "xor r8d, r8d", "xor r9d, r9d", "xor r10d, r10d", "xor r11d, r11d",
+                out("rax") _, out("rcx") _, out("rdx") _, out("rsi") _, out("rdi") _,
+                out("r8") _, out("r9") _, out("r10") _, out("r11") _,
+                out("xmm0") _, out("xmm1") _, out("xmm2") _, out("xmm3") _,
+                out("xmm4") _, out("xmm5") _, out("xmm6") _, out("xmm7") _,
+                out("xmm8") _, out("xmm9") _, out("xmm10") _, out("xmm11") _,
+                out("xmm12") _, out("xmm13") _, out("xmm14") _, out("xmm15") _,
+                options(nomem, nostack, preserves_flags),
+            );
+        }
     }
     #[cfg(target_arch = "aarch64")]
     // SAFETY: registers only, each declared clobbered.
@@ -234,6 +244,58 @@ fn clear_test_registers() {
             out("x5") _, out("x6") _, out("x7") _, out("x8") _, out("x9") _,
             out("x10") _, out("x11") _, out("x12") _, out("x13") _, out("x14") _,
             out("x15") _, out("x16") _, out("x17") _,
+            options(nomem, nostack, preserves_flags),
+        );
+    }
+}
+
+/// Clears all 32 AVX-512 registers whole.
+///
+/// # Safety
+/// Only on a CPU with AVX-512F.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn clear_zmm() {
+    // SAFETY: AVX-512F is present (the caller's contract); registers only.
+    unsafe {
+        std::arch::asm!(
+            "vzeroall",
+            "vpxord zmm16, zmm16, zmm16", "vpxord zmm17, zmm17, zmm17",
+            "vpxord zmm18, zmm18, zmm18", "vpxord zmm19, zmm19, zmm19",
+            "vpxord zmm20, zmm20, zmm20", "vpxord zmm21, zmm21, zmm21",
+            "vpxord zmm22, zmm22, zmm22", "vpxord zmm23, zmm23, zmm23",
+            "vpxord zmm24, zmm24, zmm24", "vpxord zmm25, zmm25, zmm25",
+            "vpxord zmm26, zmm26, zmm26", "vpxord zmm27, zmm27, zmm27",
+            "vpxord zmm28, zmm28, zmm28", "vpxord zmm29, zmm29, zmm29",
+            "vpxord zmm30, zmm30, zmm30", "vpxord zmm31, zmm31, zmm31",
+            out("zmm0") _, out("zmm1") _, out("zmm2") _, out("zmm3") _,
+            out("zmm4") _, out("zmm5") _, out("zmm6") _, out("zmm7") _,
+            out("zmm8") _, out("zmm9") _, out("zmm10") _, out("zmm11") _,
+            out("zmm12") _, out("zmm13") _, out("zmm14") _, out("zmm15") _,
+            out("zmm16") _, out("zmm17") _, out("zmm18") _, out("zmm19") _,
+            out("zmm20") _, out("zmm21") _, out("zmm22") _, out("zmm23") _,
+            out("zmm24") _, out("zmm25") _, out("zmm26") _, out("zmm27") _,
+            out("zmm28") _, out("zmm29") _, out("zmm30") _, out("zmm31") _,
+            options(nomem, nostack, preserves_flags),
+        );
+    }
+}
+
+/// Clears the 16 AVX registers whole.
+///
+/// # Safety
+/// Only on a CPU with AVX.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx")]
+unsafe fn clear_ymm() {
+    // SAFETY: AVX is present (the caller's contract); registers only.
+    unsafe {
+        std::arch::asm!(
+            "vzeroall",
+            out("ymm0") _, out("ymm1") _, out("ymm2") _, out("ymm3") _,
+            out("ymm4") _, out("ymm5") _, out("ymm6") _, out("ymm7") _,
+            out("ymm8") _, out("ymm9") _, out("ymm10") _, out("ymm11") _,
+            out("ymm12") _, out("ymm13") _, out("ymm14") _, out("ymm15") _,
             options(nomem, nostack, preserves_flags),
         );
     }
