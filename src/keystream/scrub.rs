@@ -16,9 +16,8 @@
 //! (Linux `arch/x86/kernel/signal.c` and `arch/arm64/kernel/signal.c`, `get_sigframe`).
 //! The caller therefore writes canaries below the scrubbed area before the computation and
 //! checks them afterwards; a changed canary means that a signal frame lies there, and then
-//! one signal frame's size below the scrubbed area is zeroed too, clamped to the alternate
-//! signal stack when the code runs on one (`sigaltstack(2)`). Where the canaries go follows
-//! each kernel's frame layout:
+//! one signal frame's size below the scrubbed area is zeroed too. Where the canaries go
+//! follows each kernel's frame layout:
 //!
 //! - x86-64 Linux: a 512-byte band just below the scrubbed area. A frame that reaches below
 //!   the scrubbed area crosses the band and overwrites part of it (its lowest bytes hold
@@ -32,6 +31,22 @@
 //!   under an unwritten span of up to 3.5 KiB, so a band just below the scrubbed area could
 //!   miss it; the spacing is below the length of the frame's written register spans
 //!   (`signal_frames/aarch64.rs` gives the layout and the argument).
+//!
+//! A handler installed with `SA_ONSTACK` runs on the thread's alternate signal stack
+//! (`sigaltstack(2)`) instead, and the kernel writes the frame at that stack's top, not
+//! below the interrupted code. So before each computation one `sigaltstack` query asks for
+//! the thread's alternate stack. If one is configured and the computation does not run on
+//! it (the kernel does not report it in use, and the stack pointer lies outside it), canary
+//! words are written every 256 bytes from 8 bytes below its 16-byte aligned top down to one
+//! signal frame's size below it: bytes the kernel itself overwrites with a frame whenever
+//! the thread takes such a signal, so no live data of a handler lies there. Every frame
+//! holds 256 contiguous bytes of general registers, so it changes one of them; then, after
+//! a second query confirms that the same stack is still configured and not in use, one
+//! signal frame's size below its top is zeroed. If the computation runs on the alternate
+//! stack, every write below its stack pointer (the canaries, the scrub and the wipe) stops
+//! at the stack's base. A stack armed with `SS_AUTODISARM` is reported disabled while a
+//! handler runs on it: there nothing is written at its top, and the writes below the stack
+//! pointer are not clamped (docs/SECURITY.md).
 //!
 //! Before the zeroing, the vector and the caller-saved general registers are cleared (on
 //! AArch64 all 32 SIMD registers whole, since only the low halves of v8-v15 are

@@ -20,6 +20,7 @@ static STATES_SET_UP: AtomicU64 = AtomicU64::new(0);
 static SNAPSHOT_RESEEDS: AtomicU64 = AtomicU64::new(0);
 static SIGNAL_FRAMES_WIPED: AtomicU64 = AtomicU64::new(0);
 static DISCARDED_READS: AtomicU64 = AtomicU64::new(0);
+static ALT_STACK_FRAMES_WIPED: AtomicU64 = AtomicU64::new(0);
 
 pub(crate) fn count_os_read() {
     OS_READS.fetch_add(1, Relaxed);
@@ -61,6 +62,28 @@ pub(crate) fn count_signal_frame_wipe() {
 /// elsewhere).
 pub fn signal_frames_wiped() -> u64 {
     SIGNAL_FRAMES_WIPED.load(Relaxed)
+}
+
+#[cfg_attr(
+    not(any(
+        all(target_arch = "x86_64", target_os = "linux"),
+        all(
+            target_arch = "aarch64",
+            any(target_os = "linux", target_os = "android")
+        )
+    )),
+    allow(dead_code)
+)]
+pub(crate) fn count_alt_stack_frame_wipe() {
+    ALT_STACK_FRAMES_WIPED.fetch_add(1, Relaxed);
+}
+
+/// Keystream computations (refills, direct fills) after which the top of the thread's
+/// alternate signal stack was zeroed, one signal frame's size, because the kernel had
+/// written a signal frame there during the computation (x86-64 Linux, AArch64 Linux and
+/// Android; always 0 elsewhere).
+pub fn alt_stack_frames_wiped() -> u64 {
+    ALT_STACK_FRAMES_WIPED.load(Relaxed)
 }
 
 /// Chunks mapped (or allocated) for the state pools: one per 192 thread states with 4 KiB

@@ -497,6 +497,8 @@ pub(crate) struct StormFindings {
     pub(crate) clusters: usize,
     /// Deepest finding below the reading code's frame, in bytes.
     pub(crate) deepest: usize,
+    /// The most distinct words of the key and its block function found after one batch.
+    pub(crate) most_words: usize,
 }
 
 /// Bytes of dead stack below the reading code that the signal-storm scan reads after each
@@ -508,13 +510,28 @@ impl Evidence {
     /// Reads the [`STORM_SPAN`] bytes of stack below `frame` and searches them for words of
     /// `keys[0]` and of its block function.
     pub(crate) fn storm_scan(&mut self, frame: usize, findings: &mut StormFindings) {
-        self.build_table(1);
         let start = (frame & !63) - STORM_SPAN;
+        if let Some(lowest) = self.span_scan(start..start + STORM_SPAN, findings) {
+            findings.deepest = findings.deepest.max(STORM_SPAN - lowest);
+        }
+    }
+
+    /// Reads `span` (at most [`SCAN_CHUNK`] bytes of this process's memory) and searches
+    /// it for words of `keys[0]` and of its block function, counting the batch in
+    /// `findings` as [`Evidence::storm_scan`] describes. Returns the offset of the lowest
+    /// word found if the batch counts as a finding.
+    pub(crate) fn span_scan(
+        &mut self,
+        span: Range<usize>,
+        findings: &mut StormFindings,
+    ) -> Option<usize> {
+        self.build_table(1);
+        let len = span.len();
         let mem = std::fs::File::open("/proc/self/mem").unwrap();
         let got =
-            std::os::unix::fs::FileExt::read_at(&mem, &mut self.scan[..STORM_SPAN], start as u64)
+            std::os::unix::fs::FileExt::read_at(&mem, &mut self.scan[..len], span.start as u64)
                 .unwrap();
-        assert_eq!(got, STORM_SPAN);
+        assert_eq!(got, len);
         let Self {
             keys,
             table,
@@ -525,7 +542,7 @@ impl Evidence {
         let table = &table[..*table_len];
         let mut key_words = [false; 8];
         let mut hits: Vec<(usize, usize)> = Vec::new();
-        for (i, word) in scan[..STORM_SPAN].chunks_exact(4).enumerate() {
+        for (i, word) in scan[..len].chunks_exact(4).enumerate() {
             let word = u32::from_ne_bytes(word.try_into().unwrap());
             if word == 0 {
                 continue;
@@ -555,10 +572,11 @@ impl Evidence {
         findings.key_words += usize::from(distinct >= 2);
         findings.whole_keys += usize::from(distinct == 8);
         findings.clusters += usize::from(cluster);
-        if distinct >= 2 || cluster {
-            let lowest = hits.first().map_or(0, |&(at, _)| at);
-            findings.deepest = findings.deepest.max(STORM_SPAN - lowest);
-        }
-        scan[..STORM_SPAN].fill(0);
+        let mut entries: Vec<usize> = hits.iter().map(|&(_, e)| e).collect();
+        entries.sort_unstable();
+        entries.dedup();
+        findings.most_words = findings.most_words.max(entries.len());
+        scan[..len].fill(0);
+        (distinct >= 2 || cluster).then(|| hits.first().map_or(0, |&(at, _)| at))
     }
 }

@@ -14,6 +14,12 @@
 //! - `signal_frames_leave_no_old_key_behind`: a signal storm during refills and direct
 //!   fills; after each batch the dead stack below the reads, where the kernel puts signal
 //!   frames, is searched for the batch's key and block-function words.
+//! - `alternate_stack_frames_leave_no_old_key_behind`: a signal storm whose handler runs on
+//!   an alternate signal stack (`SA_ONSTACK`), where the kernel writes its frames at the
+//!   stack's top; after each refill the whole alternate stack is searched likewise.
+//! - `reads_on_an_alternate_stack_keep_within_it`: a read in a handler on an alternate
+//!   stack with little headroom writes nothing below the stack's base that its own frames
+//!   do not need (painted bytes and a guard page below the stack).
 //! - `one_off_read_leaves_no_key_behind`: after a read served from fresh OS bytes (a
 //!   thread-local destructor after the thread's state was released; the same path serves
 //!   signal handlers that interrupt a read), no 32-byte window may be a ChaCha20 key whose
@@ -94,4 +100,27 @@ fn one_off_read_leaves_no_key_behind() {
 #[test]
 fn signal_frames_leave_no_old_key_behind() {
     scenarios::signal_storm();
+}
+
+/// Signal frames on an alternate signal stack: a POSIX timer sends `SIGPROF` to the reading
+/// thread every 20 µs; its handler runs on an alternate stack the test installs
+/// (`SA_ONSTACK`, as profilers' handlers do), where the kernel then saves the interrupted
+/// registers, at the stack's top rather than below the interrupted code. After each of at
+/// least [`scenarios::ALT_STORM_MIN_BATCHES`] refills (and until
+/// [`scenarios::ALT_STORM_MIN_INTERRUPTED`] were interrupted; or until
+/// [`scenarios::ALT_STORM_ENOUGH_INTERRUPTED`] were, sooner) the whole alternate stack is
+/// searched for the refill's key and block-function words, as in
+/// `signal_frames_leave_no_old_key_behind`. Fails on x86-64 and AArch64 if any are found
+/// or if no frame on the alternate stack was wiped.
+#[test]
+fn alternate_stack_frames_leave_no_old_key_behind() {
+    scenarios::alt_stack_storm();
+}
+
+/// A read in a handler on an alternate signal stack with little headroom never writes
+/// below the stack's base beyond what its own frames need (see
+/// [`scenarios::alt_stack_headroom`]).
+#[test]
+fn reads_on_an_alternate_stack_keep_within_it() {
+    scenarios::alt_stack_headroom();
 }

@@ -179,13 +179,43 @@ pub(crate) extern "C" fn count_signal(_: libc::c_int) {
 /// spend most of their time in signal delivery).
 pub(crate) const STORM_INTERVAL_NS: libc::c_long = 50_000;
 
-/// Clears the vector registers (and on AArch64 the caller-saved general ones), which the
-/// test's own block function (computing and checking each batch's key) leaves holding the
-/// next batch's key words: a signal that arrived in the next batch before fkrng's own code
-/// clears them would save them in a frame below the reads, and the scan would count the
-/// test's copy as fkrng's. (On x86-64 the test's code leaves no such words in registers.)
+/// Clears the vector registers and the caller-saved general ones, which the test's own
+/// code (computing and checking each batch's key, and the C library's `memmove` copying it,
+/// which uses `ymm16` and up on CPUs with AVX-512) leaves holding the next batch's key
+/// words: a signal that arrived in the next batch before fkrng's own code clears them would
+/// save them in a frame below the reads or on the alternate stack, and the scan would count
+/// the test's copy as fkrng's. On x86-64, all 32 AVX-512 registers where the CPU has them,
+/// else all 16 whole AVX or SSE registers.
 #[inline(never)]
 fn clear_test_registers() {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU has AVX-512F.
+            unsafe { clear_zmm() };
+        } else if std::arch::is_x86_feature_detected!("avx") {
+            // SAFETY: the CPU has AVX.
+            unsafe { clear_ymm() };
+        }
+        // SAFETY: registers only, each declared clobbered.
+        unsafe {
+            std::arch::asm!(
+                "pxor xmm0, xmm0", "pxor xmm1, xmm1", "pxor xmm2, xmm2", "pxor xmm3, xmm3",
+                "pxor xmm4, xmm4", "pxor xmm5, xmm5", "pxor xmm6, xmm6", "pxor xmm7, xmm7",
+                "pxor xmm8, xmm8", "pxor xmm9, xmm9", "pxor xmm10, xmm10", "pxor xmm11, xmm11",
+                "pxor xmm12, xmm12", "pxor xmm13, xmm13", "pxor xmm14, xmm14", "pxor xmm15, xmm15",
+                "xor eax, eax", "xor ecx, ecx", "xor edx, edx", "xor esi, esi", "xor edi, edi",
+                "xor r8d, r8d", "xor r9d, r9d", "xor r10d, r10d", "xor r11d, r11d",
+                out("rax") _, out("rcx") _, out("rdx") _, out("rsi") _, out("rdi") _,
+                out("r8") _, out("r9") _, out("r10") _, out("r11") _,
+                out("xmm0") _, out("xmm1") _, out("xmm2") _, out("xmm3") _,
+                out("xmm4") _, out("xmm5") _, out("xmm6") _, out("xmm7") _,
+                out("xmm8") _, out("xmm9") _, out("xmm10") _, out("xmm11") _,
+                out("xmm12") _, out("xmm13") _, out("xmm14") _, out("xmm15") _,
+                options(nomem, nostack, preserves_flags),
+            );
+        }
+    }
     #[cfg(target_arch = "aarch64")]
     // SAFETY: registers only, each declared clobbered.
     unsafe {
@@ -214,6 +244,58 @@ fn clear_test_registers() {
             out("x5") _, out("x6") _, out("x7") _, out("x8") _, out("x9") _,
             out("x10") _, out("x11") _, out("x12") _, out("x13") _, out("x14") _,
             out("x15") _, out("x16") _, out("x17") _,
+            options(nomem, nostack, preserves_flags),
+        );
+    }
+}
+
+/// Clears all 32 AVX-512 registers whole.
+///
+/// # Safety
+/// Only on a CPU with AVX-512F.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn clear_zmm() {
+    // SAFETY: AVX-512F is present (the caller's contract); registers only.
+    unsafe {
+        std::arch::asm!(
+            "vzeroall",
+            "vpxord zmm16, zmm16, zmm16", "vpxord zmm17, zmm17, zmm17",
+            "vpxord zmm18, zmm18, zmm18", "vpxord zmm19, zmm19, zmm19",
+            "vpxord zmm20, zmm20, zmm20", "vpxord zmm21, zmm21, zmm21",
+            "vpxord zmm22, zmm22, zmm22", "vpxord zmm23, zmm23, zmm23",
+            "vpxord zmm24, zmm24, zmm24", "vpxord zmm25, zmm25, zmm25",
+            "vpxord zmm26, zmm26, zmm26", "vpxord zmm27, zmm27, zmm27",
+            "vpxord zmm28, zmm28, zmm28", "vpxord zmm29, zmm29, zmm29",
+            "vpxord zmm30, zmm30, zmm30", "vpxord zmm31, zmm31, zmm31",
+            out("zmm0") _, out("zmm1") _, out("zmm2") _, out("zmm3") _,
+            out("zmm4") _, out("zmm5") _, out("zmm6") _, out("zmm7") _,
+            out("zmm8") _, out("zmm9") _, out("zmm10") _, out("zmm11") _,
+            out("zmm12") _, out("zmm13") _, out("zmm14") _, out("zmm15") _,
+            out("zmm16") _, out("zmm17") _, out("zmm18") _, out("zmm19") _,
+            out("zmm20") _, out("zmm21") _, out("zmm22") _, out("zmm23") _,
+            out("zmm24") _, out("zmm25") _, out("zmm26") _, out("zmm27") _,
+            out("zmm28") _, out("zmm29") _, out("zmm30") _, out("zmm31") _,
+            options(nomem, nostack, preserves_flags),
+        );
+    }
+}
+
+/// Clears the 16 AVX registers whole.
+///
+/// # Safety
+/// Only on a CPU with AVX.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx")]
+unsafe fn clear_ymm() {
+    // SAFETY: AVX is present (the caller's contract); registers only.
+    unsafe {
+        std::arch::asm!(
+            "vzeroall",
+            out("ymm0") _, out("ymm1") _, out("ymm2") _, out("ymm3") _,
+            out("ymm4") _, out("ymm5") _, out("ymm6") _, out("ymm7") _,
+            out("ymm8") _, out("ymm9") _, out("ymm10") _, out("ymm11") _,
+            out("ymm12") _, out("ymm13") _, out("ymm14") _, out("ymm15") _,
             options(nomem, nostack, preserves_flags),
         );
     }
@@ -308,4 +390,414 @@ pub(crate) fn signal_storm() {
             findings.clusters
         );
     }
+}
+
+/// An alternate signal stack of the calling thread: a mapping of `size` bytes that
+/// `sigaltstack` names, above [`SENTINEL`] painted bytes and a `PROT_NONE` guard page, all
+/// painted with [`PAINT`]. Dropping it disables the alternate stack (restoring none) and
+/// unmaps it.
+pub(crate) struct AltStack {
+    mapping: *mut libc::c_void,
+    /// `ss_sp`: the lowest byte of the alternate stack.
+    pub(crate) base: usize,
+    pub(crate) size: usize,
+}
+
+/// Bytes of painted memory kept between an [`AltStack`] and its guard page: a write below
+/// the alternate stack changes them instead of killing the test.
+pub(crate) const SENTINEL: usize = 16 << 10;
+
+/// The paint of an [`AltStack`] and its sentinel bytes.
+pub(crate) const PAINT: u8 = 0xa5;
+
+const GUARD: usize = 4096;
+
+impl AltStack {
+    /// Maps, paints and installs an alternate signal stack of `size` bytes for the calling
+    /// thread.
+    pub(crate) fn install(size: usize) -> Self {
+        // SAFETY: a fresh private anonymous mapping: its lowest page made inaccessible, the
+        // rest painted, all within it; the alternate stack names part of it, and `Drop`
+        // disables it before unmapping.
+        unsafe {
+            let mapping = libc::mmap(
+                std::ptr::null_mut(),
+                GUARD + SENTINEL + size,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
+                -1,
+                0,
+            );
+            assert_ne!(mapping, libc::MAP_FAILED, "mmap");
+            assert_eq!(libc::mprotect(mapping, GUARD, libc::PROT_NONE), 0);
+            let base = mapping as usize + GUARD + SENTINEL;
+            mapping
+                .cast::<u8>()
+                .add(GUARD)
+                .write_bytes(PAINT, SENTINEL + size);
+            let stack = libc::stack_t {
+                ss_sp: base as *mut libc::c_void,
+                ss_flags: 0,
+                ss_size: size,
+            };
+            assert_eq!(libc::sigaltstack(&stack, std::ptr::null_mut()), 0);
+            AltStack {
+                mapping,
+                base,
+                size,
+            }
+        }
+    }
+
+    pub(crate) fn range(&self) -> std::ops::Range<usize> {
+        self.base..self.base + self.size
+    }
+
+    /// Paints the alternate stack again (not the sentinel bytes below it).
+    pub(crate) fn repaint(&self) {
+        // SAFETY: the alternate stack, within the mapping, with no handler running on it
+        // (the caller's thread runs here, off it, and its signals are blocked or arrive
+        // after this).
+        unsafe { (self.base as *mut u8).write_bytes(PAINT, self.size) };
+    }
+
+    /// The lowest byte of the sentinel bytes and the alternate stack that is no longer the
+    /// paint, as bytes below the alternate stack's base (0 if none below it), and as bytes
+    /// above it otherwise (`Err`).
+    pub(crate) fn lowest_write(&self) -> Result<usize, usize> {
+        let start = self.base - SENTINEL;
+        let untouched = (0..SENTINEL + self.size)
+            // SAFETY: within the painted part of the mapping, no handler running on it.
+            .take_while(|&i| unsafe { ((start + i) as *const u8).read_volatile() } == PAINT)
+            .count();
+        if untouched < SENTINEL {
+            Ok(SENTINEL - untouched)
+        } else {
+            Err(untouched - SENTINEL)
+        }
+    }
+}
+
+impl Drop for AltStack {
+    fn drop(&mut self) {
+        // SAFETY: disables the calling thread's alternate stack (it runs off it), then
+        // unmaps the mapping made in `install`.
+        unsafe {
+            let off = libc::stack_t {
+                ss_sp: std::ptr::null_mut(),
+                ss_flags: libc::SS_DISABLE,
+                ss_size: 0,
+            };
+            assert_eq!(libc::sigaltstack(&off, std::ptr::null_mut()), 0);
+            libc::munmap(self.mapping, GUARD + SENTINEL + self.size);
+        }
+    }
+}
+
+/// Blocks (`true`) or unblocks `signal` for the calling thread.
+fn block_signal(signal: libc::c_int, block: bool) {
+    // SAFETY: a signal set initialised by `sigemptyset`; the old mask is not wanted.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, signal);
+        let how = if block {
+            libc::SIG_BLOCK
+        } else {
+            libc::SIG_UNBLOCK
+        };
+        assert_eq!(
+            libc::pthread_sigmask(how, &set, std::ptr::null_mut()),
+            0,
+            "pthread_sigmask"
+        );
+    }
+}
+
+/// Takes `signal` if it is pending for the calling thread (which blocks it), without
+/// running its handler.
+fn drain_signal(signal: libc::c_int) {
+    // SAFETY: a signal set initialised by `sigemptyset`; a zero timeout makes
+    // `sigtimedwait` return at once; the signal's details are not wanted.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, signal);
+        let zero = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        libc::sigtimedwait(&set, std::ptr::null_mut(), &zero);
+    }
+}
+
+/// The timer signal of the alternate-stack storm, whose handler runs on the alternate stack
+/// (`SA_ONSTACK`), as a profiler's does.
+pub(crate) const ALT_STORM_SIGNAL: libc::c_int = libc::SIGPROF;
+
+/// Interval of the alternate-stack storm's timer: 20 µs.
+pub(crate) const ALT_STORM_INTERVAL_NS: libc::c_long = 20_000;
+
+/// Size of the alternate-stack storm's alternate signal stack.
+pub(crate) const ALT_STORM_STACK: usize = 32 << 10;
+
+/// Refills the alternate-stack storm runs at least.
+pub(crate) const ALT_STORM_MIN_BATCHES: usize = 20_000;
+
+/// Refills interrupted by a signal that the alternate-stack storm waits for, at least.
+pub(crate) const ALT_STORM_MIN_INTERRUPTED: usize = 100;
+
+/// Refills interrupted by a signal after which the alternate-stack storm stops before
+/// [`ALT_STORM_MIN_BATCHES`] (emulated and unoptimised runs, whose refills take longer).
+pub(crate) const ALT_STORM_ENOUGH_INTERRUPTED: usize = 2000;
+
+/// Signals the alternate-stack storm's handler has run.
+pub(crate) static ALT_STORM_SIGNALS: std::sync::atomic::AtomicUsize =
+    std::sync::atomic::AtomicUsize::new(0);
+
+pub(crate) extern "C" fn count_alt_signal(_: libc::c_int) {
+    ALT_STORM_SIGNALS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// The signal storm on an alternate signal stack: refills of a seeded generator under a
+/// thread-directed timer whose handler runs with `SA_ONSTACK`; after every refill the
+/// whole alternate stack is searched for the key the refill ran under and its block
+/// function's words. The signal is blocked outside the refills (a signal pending then is
+/// taken with `sigtimedwait`, its handler not run), so every frame on the alternate stack
+/// was written during a refill, holding fkrng's registers, not the test's.
+pub(crate) fn alt_stack_storm() {
+    let _scan = MEMORY_SCAN.lock().unwrap_or_else(PoisonError::into_inner);
+    use std::sync::atomic::Ordering::Relaxed;
+
+    let alt = AltStack::install(ALT_STORM_STACK);
+    // SAFETY: a handler that only increments an atomic.
+    unsafe {
+        signals::on_signal(
+            ALT_STORM_SIGNAL,
+            count_alt_signal,
+            libc::SA_ONSTACK | libc::SA_RESTART,
+        )
+    };
+    block_signal(ALT_STORM_SIGNAL, true);
+    let timer = ThreadTimer::start(ALT_STORM_SIGNAL, ALT_STORM_INTERVAL_NS);
+
+    let mut evidence = Evidence::new();
+    evidence.draw_keys(1);
+    let mut rng = boxed_generator(&evidence.keys[0]);
+    scrub_stack_below();
+    let mut served = vec![0u8; BUFFER_LEN];
+    let mut findings = StormFindings::default();
+    let wiped_before = fkrng::test_hooks::counters::alt_stack_frames_wiped();
+    let (mut batches, mut interrupted) = (0, 0);
+    while interrupted < ALT_STORM_ENOUGH_INTERRUPTED
+        && (batches < ALT_STORM_MIN_BATCHES
+            || interrupted < ALT_STORM_MIN_INTERRUPTED && batches < STORM_MAX_BATCHES)
+    {
+        drain_signal(ALT_STORM_SIGNAL);
+        alt.repaint();
+        clear_test_registers();
+        block_signal(ALT_STORM_SIGNAL, false);
+        let before = ALT_STORM_SIGNALS.load(Relaxed);
+        // A refill: a 1-byte read, then the other 991 bytes.
+        let (one, rest) = served.split_at_mut(1);
+        rng.fill(one);
+        rng.fill(rest);
+        let after = ALT_STORM_SIGNALS.load(Relaxed);
+        block_signal(ALT_STORM_SIGNAL, true);
+        if after != before {
+            interrupted += 1;
+        }
+        evidence.check_batch(0, &served);
+        evidence.span_scan(alt.range(), &mut findings);
+        evidence.keys.copy_within(1..2, 0);
+        evidence.chacha20_block(0, 0, Output::NextKey);
+        batches += 1;
+    }
+    drop(timer);
+    drain_signal(ALT_STORM_SIGNAL);
+    block_signal(ALT_STORM_SIGNAL, false);
+    let wiped = fkrng::test_hooks::counters::alt_stack_frames_wiped() - wiped_before;
+    evidence.wipe();
+    drop(rng);
+    drop(alt);
+    eprintln!(
+        "{batches} refills, {interrupted} interrupted by one of {} signals taken on the \
+         alternate stack; after {} of them two or more words of the refill's key on the \
+         alternate stack, after {} all eight, after {} a cluster of its block function's \
+         words; at most {} distinct words after one refill; {wiped} signal frames on the \
+         alternate stack wiped",
+        ALT_STORM_SIGNALS.load(Relaxed),
+        findings.key_words,
+        findings.whole_keys,
+        findings.clusters,
+        findings.most_words,
+    );
+    assert!(
+        interrupted >= ALT_STORM_MIN_INTERRUPTED,
+        "only {interrupted} of {batches} refills were interrupted by a signal"
+    );
+    // Frames on the alternate stack are found and wiped on x86-64 and AArch64 Linux;
+    // elsewhere what they leave is the documented residue (docs/SECURITY.md).
+    if cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
+        assert!(
+            findings.key_words == 0 && findings.clusters == 0,
+            "old key material on the alternate signal stack after {} refills (key words) and \
+             {} (clusters)",
+            findings.key_words,
+            findings.clusters
+        );
+        assert!(
+            wiped > 0,
+            "no signal frame was found on the alternate stack"
+        );
+    }
+}
+
+/// The headroom test's signal, handled on the alternate stack.
+pub(crate) const HEADROOM_SIGNAL: libc::c_int = libc::SIGURG;
+
+/// Bytes above the alternate stack's base at which the headroom handler makes its read.
+static HEADROOM: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// The base of the headroom handler's alternate stack.
+static HEADROOM_BASE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// The headroom handler's stack pointer where it made its read (an address in its frame).
+static HEADROOM_AT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Frames of about 200 bytes until the stack pointer lies within 256 bytes above `target`,
+/// then the read: a 992-byte read that finds one byte left in the buffer and refills.
+#[inline(never)]
+fn read_at(target: usize) {
+    use std::sync::atomic::Ordering::Relaxed;
+    let mut pad = [0u8; 160];
+    let here = black_box(&raw mut pad) as usize;
+    if here > target + 256 {
+        read_at(target);
+    } else {
+        HEADROOM_AT.store(here, Relaxed);
+        read_here();
+    }
+    black_box(&mut pad);
+}
+
+/// The headroom handler's read, in a frame of its own below [`read_at`]'s.
+#[inline(never)]
+fn read_here() {
+    let mut out = [0u8; BUFFER_LEN];
+    fkrng::fill(&mut out);
+    black_box(&mut out);
+}
+
+extern "C" fn read_in_handler(_: libc::c_int) {
+    use std::sync::atomic::Ordering::Relaxed;
+    read_at(HEADROOM_BASE.load(Relaxed) + HEADROOM.load(Relaxed));
+}
+
+/// The headroom handler as installed on x86-64: [`read_in_handler`] called with the
+/// stack pointer 16-byte aligned as the ABI wants it (qemu-x86_64 7.2 enters handlers on an
+/// alternate stack 8 bytes off, which the aligned vector stores of the read's code fault
+/// on; natively this changes nothing).
+#[cfg(target_arch = "x86_64")]
+#[unsafe(naked)]
+extern "C" fn headroom_handler(_: libc::c_int) {
+    core::arch::naked_asm!(
+        "push rbp",
+        "mov rbp, rsp",
+        "and rsp, -16",
+        "call {handler}",
+        "mov rsp, rbp",
+        "pop rbp",
+        "ret",
+        handler = sym read_in_handler,
+    );
+}
+
+/// The headroom handler as installed elsewhere.
+#[cfg(not(target_arch = "x86_64"))]
+use read_in_handler as headroom_handler;
+
+/// A refill in a handler on an alternate stack, with its read made `headroom` bytes above
+/// the stack's base (on a thread of its own, with a fresh alternate stack): returns the
+/// read's headroom as made (from its frame to the base) and the bytes written below the
+/// alternate stack (`Ok`) or the bytes left untouched at its bottom (`Err`).
+fn refill_with_headroom(headroom: usize) -> (usize, Result<usize, usize>) {
+    use std::sync::atomic::Ordering::Relaxed;
+    std::thread::spawn(move || {
+        let alt = AltStack::install(64 << 10);
+        HEADROOM_BASE.store(alt.base, Relaxed);
+        HEADROOM.store(headroom, Relaxed);
+        // The thread's first read, then one byte left in the buffer.
+        let mut first = [0u8; BUFFER_LEN - 1];
+        fkrng::fill(&mut first);
+        let wiped = fkrng::test_hooks::counters::signal_frames_wiped();
+        // SAFETY: sends the signal, whose handler is installed, to the calling thread.
+        assert_eq!(
+            unsafe { libc::pthread_kill(libc::pthread_self(), HEADROOM_SIGNAL) },
+            0
+        );
+        let made = HEADROOM_AT.load(Relaxed) - alt.base;
+        let below = alt.lowest_write();
+        // A nested signal's frame wiped below the read would reach further than the
+        // read's own writes do.
+        assert_eq!(
+            fkrng::test_hooks::counters::signal_frames_wiped(),
+            wiped,
+            "a signal frame was wiped below the read"
+        );
+        (made, below)
+    })
+    .join()
+    .unwrap()
+}
+
+/// A read on an alternate signal stack with little headroom: a handler (`SA_ONSTACK`)
+/// refills with its read made closer and closer to the alternate stack's base, above
+/// painted bytes and a guard page. Everything the read writes below its stack pointer, its
+/// frames, the scrub and the canaries, reaches `E` bytes below the read with room to
+/// spare; the canaries and the scrub beyond the computation's own frames must stop at the
+/// base, so the read must keep within the stack down to a headroom well under `E` (here:
+/// `E` - 1 KiB; on x86-64 the scrub and the canary band reach at least 1.3 KiB further
+/// than the deepest computation's frames, by the depths in docs/SECURITY.md, and on AArch64
+/// the canaries about 6 KiB). Elsewhere (s390x) it only reports.
+pub(crate) fn alt_stack_headroom() {
+    let _scan = MEMORY_SCAN.lock().unwrap_or_else(PoisonError::into_inner);
+    // SAFETY: the handler reads the thread-local generator, which is made for handlers,
+    // on a thread that is not itself reading.
+    unsafe { signals::on_signal(HEADROOM_SIGNAL, headroom_handler, libc::SA_ONSTACK) };
+    // Plenty of room: how far below the read its writes reach.
+    let (made, below) = refill_with_headroom(32 << 10);
+    let reach = made - below.expect_err("writes below the alternate stack with 32 KiB of room");
+    let mut fits = None;
+    let mut headroom = reach + 256;
+    while headroom >= 256 {
+        let (made, below) = refill_with_headroom(headroom);
+        match below {
+            Err(_) => fits = Some(made),
+            Ok(bytes) => {
+                eprintln!(
+                    "a refill made {made} bytes above the alternate stack's base wrote {bytes} \
+                     bytes below it"
+                );
+                break;
+            }
+        }
+        headroom -= 64;
+    }
+    signals::default_action(HEADROOM_SIGNAL);
+    let fits = fits.expect("the read fits with its writes' full reach of headroom");
+    eprintln!(
+        "a refill in a handler on an alternate stack writes down to {reach} bytes below its \
+         read with room to spare, and keeps within the stack down to {fits} bytes of headroom"
+    );
+    // Elsewhere (s390x) the scrub is a zeroed array in a frame of its own, part of the
+    // read's frames: nothing there writes below the stack pointer.
+    if !cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
+        return;
+    }
+    assert!(
+        fits + 1024 <= reach,
+        "with {fits} bytes of headroom (its writes reach {reach} bytes below the read with \
+         room to spare), a read on an alternate stack wrote below its base"
+    );
 }

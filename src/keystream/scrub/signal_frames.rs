@@ -78,30 +78,181 @@ fn signal_frame() -> usize {
 /// Zeroes the `depth` bytes below `top`, the lowest address of the area the scrub zeroed
 /// (`SCRUB_BYTES` below the stack pointer of the frame that ran the computation): where a
 /// signal frame pushed during the computation lies, since the computation's deepest stack
-/// pointer (plus the x86-64 red zone and alignment) stays within the scrubbed area. On an
-/// alternate signal stack the zeroing stops at its base.
+/// pointer (plus the x86-64 red zone and alignment) stays within the scrubbed area. The
+/// zeroing stops at `floor` ([`Stacks::floor`]: the base of the alternate signal stack the
+/// computation runs on, else 0).
 #[cold]
 #[inline(never)]
-fn wipe_signal_frames(top: usize, depth: usize) {
+fn wipe_signal_frames(top: usize, depth: usize, floor: usize) {
     #[cfg(any(test, feature = "test-hooks"))]
     crate::test_hooks::counters::count_signal_frame_wipe();
-    let mut bottom = top - depth;
-    // SAFETY: `current` is a valid out-pointer; a null `ss` only queries.
-    unsafe {
-        let mut current: libc::stack_t = core::mem::zeroed();
-        if libc::sigaltstack(core::ptr::null(), &mut current) == 0
-            && current.ss_flags & libc::SS_ONSTACK != 0
-        {
-            bottom = bottom.max(current.ss_sp as usize);
-        }
-    }
-    // Whole words from the first one at or above `bottom`.
-    let bottom = bottom.next_multiple_of(8);
+    // Whole words from the first one at or above the floor.
+    let bottom = top.saturating_sub(depth).max(floor).next_multiple_of(8);
     if bottom < top {
         // SAFETY: `bottom..top` lies below this function's own frame (which lies within the
         // scrubbed area above `top`): the canaries, and the stack a signal frame that reached
         // them was pushed into (not part of any Rust object); on an alternate signal stack,
         // no lower than its base.
         unsafe { arch::zero_stack(bottom, top) };
+    }
+}
+
+/// Bytes between two canary words at the top of an alternate signal stack: at most the
+/// 256 contiguous bytes of general registers that every signal frame holds (x86-64: the
+/// 32 words of `struct sigcontext`; AArch64: the 280 bytes of `fault_address`, `x0`-`x30`,
+/// `sp`, `pc` and `pstate`), so one canary falls in them wherever the frame lies.
+pub(super) const ALT_SPACING: usize = 256;
+
+/// The calling thread's alternate signal stack (`sigaltstack(2)`), `base..top`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct AltStack {
+    base: usize,
+    top: usize,
+}
+
+/// Where a keystream computation runs, from one `sigaltstack` query made just before it:
+/// the lowest address that the writes below its stack pointer may reach, and the thread's
+/// alternate signal stack if the kernel would put a signal frame at its top right now.
+pub(super) struct Stacks {
+    /// The base of the alternate signal stack the computation runs on (8-byte aligned
+    /// upwards), or 0 on any other stack: the canaries, the scrub and the signal-frame
+    /// wipe below the stack pointer stop there.
+    pub(super) floor: usize,
+    /// The alternate signal stack, configured and not in use: a signal taken with
+    /// `SA_ONSTACK` during the computation makes the kernel write its frame, the
+    /// interrupted registers, just below its top.
+    free: Option<AltStack>,
+}
+
+impl Stacks {
+    /// Asks the kernel for the thread's alternate signal stack (one system call). `sp` is
+    /// the stack pointer of the frame that runs the computation.
+    ///
+    /// The alternate stack counts as in use (no canaries there, but the floor at its base)
+    /// when the kernel says so (`SS_ONSTACK`) or `sp` lies within it (a stack armed with
+    /// `SS_AUTODISARM` while the code ran on it is never reported as in use). A stack the
+    /// kernel reports as disabled, as it does for one armed with `SS_AUTODISARM` while a
+    /// handler runs on it, gets nothing.
+    #[inline]
+    pub(super) fn now(sp: usize) -> Self {
+        match alt_stack(sp) {
+            Some((stack, false)) => Stacks {
+                floor: 0,
+                free: Some(stack),
+            },
+            Some((stack, true)) => Stacks {
+                floor: stack.base.next_multiple_of(8),
+                free: None,
+            },
+            None => Stacks {
+                floor: 0,
+                free: None,
+            },
+        }
+    }
+
+    /// Writes canary words every [`ALT_SPACING`] bytes from 8 bytes below the 16-byte
+    /// aligned top of the free alternate stack down to one signal frame's size below it
+    /// (never below its base), and returns them for [`AltCanaries::changed`].
+    ///
+    /// These bytes are those the kernel itself overwrites with a signal frame whenever this
+    /// thread takes a signal with `SA_ONSTACK` now: the alternate stack is configured and
+    /// no handler runs on it (`SS_ONSTACK` clear, and a handler that nests runs on the
+    /// stack it interrupted), so no live data of the program lies there. A program that
+    /// keeps a handler's frames there while running elsewhere (a handler that switched to
+    /// another stack, or an alternate stack shared between threads) loses them to the
+    /// kernel at its next such signal as well, unless it blocks those signals meanwhile; a
+    /// handler that switches stacks is to use `SS_AUTODISARM`, under which the stack is
+    /// reported disabled while it runs (docs/SECURITY.md).
+    #[inline]
+    pub(super) fn arm(&self) -> Option<AltCanaries> {
+        let stack = self.free?;
+        let start = (stack.top & !15).checked_sub(8)?;
+        let room = start.checked_sub(stack.base.next_multiple_of(8))?;
+        let words = (signal_frame().div_ceil(ALT_SPACING)).min(room / ALT_SPACING + 1);
+        for i in 0..words {
+            // SAFETY: `start - i * ALT_SPACING` is an 8-byte aligned word within the
+            // alternate stack (`words` keeps the lowest at or above its base): memory the
+            // program handed to the kernel for signal frames, which no handler uses now
+            // (see above), and which is no Rust object of this thread.
+            unsafe { core::ptr::write_volatile((start - i * ALT_SPACING) as *mut u64, CANARY) };
+        }
+        Some(AltCanaries {
+            stack,
+            start,
+            words,
+        })
+    }
+}
+
+/// Asks `sigaltstack(2)` for the thread's alternate signal stack: `None` if it has none or
+/// it is disabled; else the stack and whether the code at `sp` runs on it.
+#[inline]
+fn alt_stack(sp: usize) -> Option<(AltStack, bool)> {
+    // SAFETY: `current` is a valid out-pointer; a null `ss` only queries.
+    let current = unsafe {
+        let mut current: libc::stack_t = core::mem::zeroed();
+        if libc::sigaltstack(core::ptr::null(), &mut current) != 0 {
+            return None;
+        }
+        current
+    };
+    if current.ss_flags & libc::SS_DISABLE != 0 || current.ss_size == 0 {
+        return None;
+    }
+    let base = current.ss_sp as usize;
+    let top = base.checked_add(current.ss_size)?;
+    let on = current.ss_flags & libc::SS_ONSTACK != 0 || (base..top).contains(&sp);
+    Some((AltStack { base, top }, on))
+}
+
+/// The canary words [`Stacks::arm`] wrote at the top of a free alternate signal stack.
+pub(super) struct AltCanaries {
+    stack: AltStack,
+    /// The highest canary; the others lie every [`ALT_SPACING`] bytes below it.
+    start: usize,
+    words: usize,
+}
+
+impl AltCanaries {
+    /// Whether a canary changed: the kernel wrote a signal frame at the top of the
+    /// alternate stack since [`Stacks::arm`]. Called after the registers were cleared, so
+    /// that a frame written after the check holds no key word; the check itself leaves no
+    /// word it read in a register.
+    #[inline]
+    pub(super) fn changed(&self) -> bool {
+        // SAFETY: the words `arm` wrote, every ALT_SPACING bytes down from `start`, in the
+        // alternate stack, which the program keeps mapped while it is configured (it still
+        // is: a handler that ran during the computation returned, with the configuration it
+        // found).
+        unsafe { arch::canaries_changed(self.start, self.words) }
+    }
+
+    /// Zeroes one signal frame's size below the top of the alternate stack (no lower than
+    /// its base), after asking the kernel again that it is still the thread's alternate
+    /// stack and not in use; otherwise leaves it alone.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn wipe(self, sp: usize) {
+        if alt_stack(sp) != Some((self.stack, false)) {
+            return;
+        }
+        #[cfg(any(test, feature = "test-hooks"))]
+        crate::test_hooks::counters::count_alt_stack_frame_wipe();
+        let AltStack { base, top } = self.stack;
+        let words_top = top & !7;
+        let bottom = words_top
+            .saturating_sub(signal_frame().max(self.words * ALT_SPACING + 8))
+            .max(base.next_multiple_of(8));
+        if bottom < words_top {
+            // SAFETY: `bottom..words_top` lies within the alternate stack, which the kernel
+            // has just reported as configured and not in use: no handler's data lies there
+            // (see `Stacks::arm`).
+            unsafe { arch::zero_stack(bottom, words_top) };
+        }
+        for at in words_top.max(base)..top {
+            // SAFETY: a byte of the alternate stack, as above.
+            unsafe { core::ptr::write_volatile(at as *mut u8, 0) };
+        }
     }
 }

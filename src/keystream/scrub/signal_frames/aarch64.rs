@@ -42,7 +42,7 @@
 //! signal frame's size below the scrubbed area be zeroed.
 
 use super::super::SCRUB_BYTES;
-use super::{CANARY, signal_frame, wipe_signal_frames};
+use super::{ALT_SPACING, CANARY, Stacks, signal_frame, wipe_signal_frames};
 
 /// Bytes between two canary words: at most the 280 written bytes of the general registers
 /// less 8 (so that one canary falls in them whenever the word above lies in the hole after
@@ -55,24 +55,47 @@ const SPACING: usize = 256;
 pub(super) const FALLBACK_SIGNAL_FRAME: usize = 5120;
 
 /// [`super::below`] outside valgrind: `compute`, then the registers cleared, the stack
-/// below zeroed and a signal frame found below it zeroed too.
+/// below zeroed and a signal frame found below it zeroed too, and one found at the top of
+/// the thread's free alternate signal stack. On an alternate signal stack every write
+/// below the stack pointer stops at its base.
 #[inline(always)]
 pub(super) fn below<R>(compute: impl FnOnce() -> R) -> R {
-    // Canary words at T - 8, T - 8 - SPACING, ..., no lower than one frame's size below T.
-    let canaries = (signal_frame() / SPACING).max(1);
+    let here: usize;
+    // SAFETY: reads the stack pointer.
+    unsafe {
+        core::arch::asm!("mov {}, sp", out(reg) here, options(nomem, nostack, preserves_flags))
+    };
+    let stacks = Stacks::now(here);
+    let floor = stacks.floor;
+    // Canary words at T - 8, T - 8 - SPACING, ..., no lower than one frame's size below T
+    // and, on an alternate signal stack, no lower than its base.
+    let mut canaries = (signal_frame() / SPACING).max(1);
+    // Bytes zeroed below the stack pointer: SCRUB_BYTES, or down to the floor in whole
+    // 64-byte turns.
+    let mut scrub = SCRUB_BYTES;
+    if floor != 0 {
+        let room = here.saturating_sub(floor);
+        canaries = match room.checked_sub(SCRUB_BYTES + 8) {
+            Some(left) => canaries.min(left / SPACING + 1),
+            None => 0,
+        };
+        scrub = scrub.min(room & !63);
+    }
     // SAFETY: stores `canaries` words, every SPACING bytes from SCRUB_BYTES + 8 below the
-    // stack pointer down: stack below this frame that a signal frame pushed during the
-    // computation could occupy too (the read paths' stack use, measured with this
-    // included, is in docs/SECURITY.md), not part of any Rust object (AArch64 has no red
-    // zone, and the compiler keeps nothing below the stack pointer).
+    // stack pointer down, none below `floor`: stack below this frame that a signal frame
+    // pushed during the computation could occupy too (the read paths' stack use, measured
+    // with this included, is in docs/SECURITY.md), not part of any Rust object (AArch64
+    // has no red zone, and the compiler keeps nothing below the stack pointer).
     unsafe {
         core::arch::asm!(
+            "cbz {n}, 3f",
             "mov {at}, sp",
             "sub {at}, {at}, #{first}",
             "2:",
             "str {canary}, [{at}], #-{spacing}",
             "subs {n}, {n}, #1",
             "b.ne 2b",
+            "3:",
             first = const SCRUB_BYTES + 8,
             spacing = const SPACING,
             canary = in(reg) CANARY,
@@ -80,14 +103,15 @@ pub(super) fn below<R>(compute: impl FnOnce() -> R) -> R {
             n = inout(reg) canaries => _,
         );
     }
+    let alt = stacks.arm();
     let r = compute();
     let sp: usize;
     let changed: u64;
     // SAFETY: clears all 32 SIMD registers whole and the caller-saved general registers
     // x1-x17 (x18 is the platform register, left alone), all declared as outputs; then
-    // zeroes the SCRUB_BYTES below the stack pointer (where the computation's frames were)
-    // and reads the canaries written above: all stack below this frame, not part of any
-    // Rust object. v8-v15 are callee-saved in their low 64 bits only: the compiler saves
+    // zeroes the `scrub` bytes below the stack pointer (SCRUB_BYTES, where the
+    // computation's frames were, or fewer down to the floor) and reads the canaries written
+    // above: all stack below this frame and above the floor, not part of any Rust object. v8-v15 are callee-saved in their low 64 bits only: the compiler saves
     // and restores those for this function's caller, and the restore clears the high ones.
     unsafe {
         core::arch::asm!(
@@ -123,23 +147,27 @@ pub(super) fn below<R>(compute: impl FnOnce() -> R) -> R {
             "movi v29.16b, #0",
             "movi v30.16b, #0",
             "movi v31.16b, #0",
-            // Zero sp - SCRUB_BYTES .. sp, 64 bytes a turn.
+            // Zero sp - scrub .. sp (scrub a multiple of 64), 64 bytes a turn.
             "mov x9, sp",
-            "sub x10, x9, #{scrub}",
+            "sub x10, x9, x13",
+            "cbz x13, 4f",
             "2:",
             "stp q0, q1, [x10], #64",
             "stp q2, q3, [x10, #-32]",
             "cmp x10, x9",
             "b.ne 2b",
+            "4:",
             // Or together the differences of the canaries from CANARY.
-            "sub x10, x9, #{first}",
             "mov x0, xzr",
+            "cbz x12, 5f",
+            "sub x10, x9, #{first}",
             "3:",
             "ldr x11, [x10], #-{spacing}",
             "eor x11, x11, x14",
             "orr x0, x0, x11",
             "subs x12, x12, #1",
             "b.ne 3b",
+            "5:",
             "mov x1, xzr",
             "mov x2, xzr",
             "mov x3, xzr",
@@ -154,16 +182,16 @@ pub(super) fn below<R>(compute: impl FnOnce() -> R) -> R {
             "mov x15, xzr",
             "mov x16, xzr",
             "mov x17, xzr",
-            scrub = const SCRUB_BYTES,
             first = const SCRUB_BYTES + 8,
             spacing = const SPACING,
             inout("x12") canaries => _,
+            inout("x13") scrub => _,
             inout("x14") CANARY => _,
             out("x0") changed,
             out("x9") sp,
             out("x1") _, out("x2") _, out("x3") _, out("x4") _,
             out("x5") _, out("x6") _, out("x7") _, out("x8") _,
-            out("x10") _, out("x11") _, out("x13") _, out("x15") _,
+            out("x10") _, out("x11") _, out("x15") _,
             out("x16") _, out("x17") _,
             out("v0") _, out("v1") _, out("v2") _, out("v3") _,
             out("v4") _, out("v5") _, out("v6") _, out("v7") _,
@@ -178,7 +206,14 @@ pub(super) fn below<R>(compute: impl FnOnce() -> R) -> R {
     if changed != 0 {
         // The whole frame: one signal frame's size below the scrubbed area, every canary
         // included.
-        wipe_signal_frames(sp - SCRUB_BYTES, signal_frame().max(canaries * SPACING + 8));
+        wipe_signal_frames(
+            sp - SCRUB_BYTES,
+            signal_frame().max(canaries * SPACING + 8),
+            floor,
+        );
+    }
+    if let Some(alt) = alt.filter(|alt| alt.changed()) {
+        alt.wipe(sp);
     }
     r
 }
@@ -209,6 +244,42 @@ pub(super) fn ask_valgrind() -> bool {
         );
     }
     answer != 0
+}
+
+/// Whether any of the `words` canary words every `ALT_SPACING` bytes down from `start`
+/// differs from [`CANARY`]; the register that held each word is cleared afterwards, and
+/// the answer is 0 or 1, so no register keeps a word of a signal frame found there.
+///
+/// # Safety
+/// The words must be readable.
+#[inline]
+pub(super) unsafe fn canaries_changed(start: usize, words: usize) -> bool {
+    let changed: u64;
+    // SAFETY: reads the words, as the caller's contract allows; registers declared.
+    unsafe {
+        core::arch::asm!(
+            "mov {acc}, xzr",
+            "cbz {n}, 3f",
+            "2:",
+            "ldr {w}, [{at}], #-{spacing}",
+            "eor {w}, {w}, {canary}",
+            "orr {acc}, {acc}, {w}",
+            "subs {n}, {n}, #1",
+            "b.ne 2b",
+            "3:",
+            "mov {w}, xzr",
+            "cmp {acc}, #0",
+            "cset {acc}, ne",
+            canary = in(reg) CANARY,
+            spacing = const ALT_SPACING,
+            at = inout(reg) start => _,
+            n = inout(reg) words => _,
+            w = out(reg) _,
+            acc = out(reg) changed,
+            options(nostack, readonly),
+        );
+    }
+    changed != 0
 }
 
 /// Zeroes `bottom..top` (8-byte aligned, `bottom < top`) one word at a time.

@@ -3,7 +3,7 @@
 //! band and zeroed too (see the grandparent module).
 
 use super::super::SCRUB_BYTES;
-use super::{CANARY, signal_frame, wipe_signal_frames};
+use super::{ALT_SPACING, CANARY, Stacks, signal_frame, wipe_signal_frames};
 
 /// Zeroes every listed vector register by xoring it with itself, in one `asm!` block
 /// that declares each one clobbered: SSE registers with `pxor r, r`; AVX-512 registers
@@ -66,35 +66,52 @@ pub(super) fn ask_valgrind() -> bool {
 }
 
 /// [`super::below`] outside valgrind: `compute`, then the registers cleared, the stack
-/// below zeroed and a signal frame found below it zeroed too.
+/// below zeroed and a signal frame found below it zeroed too, and one found at the top of
+/// the thread's free alternate signal stack. On an alternate signal stack every write
+/// below the stack pointer stops at its base.
 #[inline(always)]
 pub(super) fn below<R>(compute: impl FnOnce() -> R) -> R {
+    let here: usize;
+    // SAFETY: reads the stack pointer.
+    unsafe {
+        core::arch::asm!("mov {}, rsp", out(reg) here, options(nomem, nostack, preserves_flags))
+    };
+    let stacks = Stacks::now(here);
+    let floor = stacks.floor;
     // SAFETY: writes the BAND bytes from SCRUB_BYTES + BAND to SCRUB_BYTES below the
-    // stack pointer: stack that every keystream computation's scrub writes too (the read
+    // stack pointer, none below `floor` (the base of the alternate signal stack this runs
+    // on, else 0): stack that every keystream computation's scrub writes too (the read
     // paths' stack use, measured with this included, is in docs/SECURITY.md), below the
-    // red zone and not part of any Rust object. `rep stosq` leaves the flags alone and
-    // runs forward (the direction flag is clear on entry to `asm!`).
+    // red zone and not part of any Rust object. `rep stosq` runs forward (the direction
+    // flag is clear on entry to `asm!`); a count of 0 writes nothing.
     unsafe {
         core::arch::asm!(
             "lea rdi, [rsp - {below}]",
-            "mov ecx, {words}",
+            "cmp rdi, {floor}",
+            "cmovb rdi, {floor}",
+            "lea rcx, [rsp - {scrub}]",
+            "cmp rcx, {floor}",
+            "cmovb rcx, {floor}",
+            "sub rcx, rdi",
+            "shr rcx, 3",
             "rep stosq",
             below = const SCRUB_BYTES + BAND,
-            words = const BAND / 8,
+            scrub = const SCRUB_BYTES,
+            floor = in(reg) floor,
             in("rax") CANARY,
             out("rdi") _,
             out("rcx") _,
-            options(preserves_flags),
         );
     }
+    let alt = stacks.arm();
     let r = compute();
     let sp: usize;
     let changed: u64;
     // SAFETY: clears the caller-saved registers (declared as outputs), then zeroes the
     // SCRUB_BYTES below the stack pointer (where the computation's frames were) and
-    // compares the band written above: all stack below this frame that the computation
-    // and the band write used, not part of any Rust object. `vzeroall`/`vpxord` run only
-    // where the CPU has AVX/AVX-512F, as detected.
+    // compares the band written above, both no lower than `floor`: all stack below this
+    // frame that the computation and the band write used, not part of any Rust object.
+    // `vzeroall`/`vpxord` run only where the CPU has AVX/AVX-512F, as detected.
     unsafe {
         // Vector registers: all 32 (and the masks) with AVX-512F, all 16 whole with AVX,
         // else the 16 SSE registers. VEX/EVEX code ends in the clean upper state, so
@@ -117,25 +134,36 @@ pub(super) fn below<R>(compute: impl FnOnce() -> R) -> R {
             "xor r11d, r11d",
             "xor eax, eax",
             "mov rdx, rsp",
+            // Zero max(rsp - SCRUB_BYTES, floor)..rsp.
             "lea rdi, [rsp - {scrub}]",
-            "mov ecx, {scrub_words}",
+            "cmp rdi, {floor}",
+            "cmovb rdi, {floor}",
+            "mov rcx, rdx",
+            "sub rcx, rdi",
+            "shr rcx, 3",
             "rep stosq",
-            // rdi is now rsp: compare the band below the scrubbed area.
+            // Compare the band, max(rsp - SCRUB_BYTES - BAND, floor) up to
+            // max(rsp - SCRUB_BYTES, floor).
             "lea rdi, [rsp - {below}]",
-            "mov ecx, {band_words}",
+            "cmp rdi, {floor}",
+            "cmovb rdi, {floor}",
+            "lea rcx, [rsp - {scrub}]",
+            "cmp rcx, {floor}",
+            "cmovb rcx, {floor}",
+            "jmp 3f",
             "2:",
             "mov r8, [rdi]",
             "xor r8, {canary}",
             "or rax, r8",
             "add rdi, 8",
-            "dec ecx",
-            "jnz 2b",
+            "3:",
+            "cmp rdi, rcx",
+            "jb 2b",
             "xor r8d, r8d",
             scrub = const SCRUB_BYTES,
-            scrub_words = const SCRUB_BYTES / 8,
             below = const SCRUB_BYTES + BAND,
-            band_words = const BAND / 8,
             canary = in(reg) CANARY,
+            floor = in(reg) floor,
             out("rax") changed,
             out("rdx") sp,
             out("rdi") _,
@@ -149,7 +177,10 @@ pub(super) fn below<R>(compute: impl FnOnce() -> R) -> R {
     }
     if changed != 0 {
         // One signal frame's size below the scrubbed area, the band included.
-        wipe_signal_frames(sp - SCRUB_BYTES, signal_frame().max(BAND));
+        wipe_signal_frames(sp - SCRUB_BYTES, signal_frame().max(BAND), floor);
+    }
+    if let Some(alt) = alt.filter(|alt| alt.changed()) {
+        alt.wipe(sp);
     }
     r
 }
@@ -191,6 +222,45 @@ unsafe fn clear_ymm() {
             options(nomem, nostack, preserves_flags),
         );
     }
+}
+
+/// Whether any of the `words` canary words every `ALT_SPACING` bytes down from `start`
+/// differs from [`CANARY`]; the register that held each word is cleared afterwards, and
+/// the answer is 0 or 1, so no register keeps a word of a signal frame found there.
+///
+/// # Safety
+/// The words must be readable.
+#[inline]
+pub(super) unsafe fn canaries_changed(start: usize, words: usize) -> bool {
+    let changed: u64;
+    // SAFETY: reads the words, as the caller's contract allows; registers declared.
+    unsafe {
+        core::arch::asm!(
+            "xor eax, eax",
+            "test rcx, rcx",
+            "jz 3f",
+            "2:",
+            "mov rdx, [rdi]",
+            "xor rdx, {canary}",
+            "or rax, rdx",
+            "sub rdi, {spacing}",
+            "dec rcx",
+            "jnz 2b",
+            "3:",
+            "xor edx, edx",
+            "test rax, rax",
+            "setnz dl",
+            "mov eax, edx",
+            canary = in(reg) CANARY,
+            spacing = const ALT_SPACING,
+            inout("rdi") start => _,
+            inout("rcx") words => _,
+            out("rax") changed,
+            out("rdx") _,
+            options(nostack, readonly),
+        );
+    }
+    changed != 0
 }
 
 /// Zeroes `bottom..top` (8-byte aligned) with `rep stosq`.
