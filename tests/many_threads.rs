@@ -16,7 +16,8 @@ const THREADS: usize = 400;
 fn main() {
     live_threads_that_read_add_a_mapping_per_chunk_not_per_thread();
     a_slot_left_busy_by_an_abandoned_read_never_slows_the_next_thread();
-    println!("many_threads: 2 passed");
+    refills_query_the_alternate_stack_only_after_signals();
+    println!("many_threads: 3 passed");
 }
 
 /// Lines of `/proc/self/maps` while `THREADS` threads (64 KiB stacks) wait, each after
@@ -106,3 +107,43 @@ fn a_slot_left_busy_by_an_abandoned_read_never_slows_the_next_thread() {
     assert_eq!(one_offs, 0, "one-off reads of the next thread");
     assert_eq!(seeds, 1, "OS reads of the next thread");
 }
+
+/// Keystream computations make no `sigaltstack` system call where the rseq watch tells them
+/// whether a signal came (x86-64 with glibc's rseq area): 100,000 16-byte reads (about
+/// 1,600 refills) on a quiet thread make at most one query per 16 refills (preemptions
+/// cost one each); without the watch, one query per refill.
+#[cfg(target_os = "linux")]
+fn refills_query_the_alternate_stack_only_after_signals() {
+    use fkrng::test_hooks::counters::{alt_stack_queries, alt_stack_queries_only_after_signals};
+    const READS: u64 = 100_000;
+    let refills = READS * 16 / 992;
+    let queries = std::thread::spawn(|| {
+        fkrng::fill(&mut [0u8; 16]);
+        let before = alt_stack_queries();
+        for _ in 0..READS {
+            fkrng::fill(&mut [0u8; 16]);
+        }
+        alt_stack_queries() - before
+    })
+    .join()
+    .expect("the reading thread");
+    let watched = alt_stack_queries_only_after_signals();
+    println!(
+        "many_threads: {READS} reads, about {refills} refills: {queries} sigaltstack queries \
+         (rseq watch: {watched})"
+    );
+    if watched {
+        assert!(
+            queries <= refills / 16,
+            "{queries} queries for {refills} refills"
+        );
+    } else if cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
+        assert!(
+            queries >= refills,
+            "{queries} queries for {refills} refills"
+        );
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn refills_query_the_alternate_stack_only_after_signals() {}

@@ -102,6 +102,15 @@ cfg_if::cfg_if! {
         )
     ))] {
         mod signal_frames;
+        /// Whether keystream computations on this thread learn of signals from the rseq
+        /// area, without a `sigaltstack` query each (x86-64 with glibc's area).
+        #[cfg(any(test, feature = "test-hooks"))]
+        pub(crate) fn signals_watched() -> bool {
+            #[cfg(target_arch = "x86_64")]
+            return signal_frames::rseq::available();
+            #[cfg(not(target_arch = "x86_64"))]
+            return false;
+        }
         /// Runs `compute` (which must call a function that is never inlined, holding every
         /// key-derived value in its frames), then clears the registers, zeroes the stack
         /// below the caller and any signal frame pushed below it during the computation.

@@ -21,6 +21,7 @@ static SNAPSHOT_RESEEDS: AtomicU64 = AtomicU64::new(0);
 static SIGNAL_FRAMES_WIPED: AtomicU64 = AtomicU64::new(0);
 static DISCARDED_READS: AtomicU64 = AtomicU64::new(0);
 static ALT_STACK_FRAMES_WIPED: AtomicU64 = AtomicU64::new(0);
+static ALT_STACK_QUERIES: AtomicU64 = AtomicU64::new(0);
 
 pub(crate) fn count_os_read() {
     OS_READS.fetch_add(1, Relaxed);
@@ -76,6 +77,55 @@ pub fn signal_frames_wiped() -> u64 {
 )]
 pub(crate) fn count_alt_stack_frame_wipe() {
     ALT_STACK_FRAMES_WIPED.fetch_add(1, Relaxed);
+}
+
+#[cfg_attr(
+    not(any(
+        all(target_arch = "x86_64", target_os = "linux"),
+        all(
+            target_arch = "aarch64",
+            any(target_os = "linux", target_os = "android")
+        )
+    )),
+    allow(dead_code)
+)]
+pub(crate) fn count_alt_stack_query() {
+    ALT_STACK_QUERIES.fetch_add(1, Relaxed);
+}
+
+/// `sigaltstack` queries made around keystream computations, by every thread (x86-64
+/// Linux, AArch64 Linux and Android; always 0 elsewhere): one per computation without the
+/// rseq watch, one per computation after a signal or a preemption with it.
+pub fn alt_stack_queries() -> u64 {
+    ALT_STACK_QUERIES.load(Relaxed)
+}
+
+/// Whether keystream computations learn of signals delivered during them from the
+/// thread's rseq area (x86-64 Linux with glibc 2.35 or later), so that they make no
+/// `sigaltstack` query unless a signal came or the thread was preempted.
+pub fn alt_stack_queries_only_after_signals() -> bool {
+    #[cfg(all(
+        not(miri),
+        any(
+            all(target_arch = "x86_64", target_os = "linux"),
+            all(
+                target_arch = "aarch64",
+                any(target_os = "linux", target_os = "android")
+            )
+        )
+    ))]
+    return crate::keystream::scrub_signals_watched();
+    #[cfg(not(all(
+        not(miri),
+        any(
+            all(target_arch = "x86_64", target_os = "linux"),
+            all(
+                target_arch = "aarch64",
+                any(target_os = "linux", target_os = "android")
+            )
+        )
+    )))]
+    return false;
 }
 
 /// Keystream computations (refills, direct fills) after which the top of the thread's

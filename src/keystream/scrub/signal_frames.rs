@@ -11,6 +11,8 @@ mod aarch64;
 #[cfg(target_arch = "aarch64")]
 use aarch64 as arch;
 #[cfg(target_arch = "x86_64")]
+pub(crate) mod rseq;
+#[cfg(target_arch = "x86_64")]
 mod x86_64;
 #[cfg(target_arch = "x86_64")]
 use x86_64 as arch;
@@ -120,8 +122,24 @@ pub(super) struct Stacks {
     pub(super) floor: usize,
     /// The alternate signal stack, configured and not in use: a signal taken with
     /// `SA_ONSTACK` during the computation makes the kernel write its frame, the
-    /// interrupted registers, just below its top.
+    /// interrupted registers, just below its top. Always `None` under the rseq watch,
+    /// which needs no canaries there.
     free: Option<AltStack>,
+    /// Whether the computation runs under the rseq watch ([`rseq`], x86-64): then
+    /// [`Stacks::finish`] learns whether a signal came during it.
+    watched: bool,
+}
+
+std::thread_local! {
+    /// The thread's alternate signal stack at its last `sigaltstack` query under the rseq
+    /// watch (`None`: none configured), good for as long as no signal has been delivered
+    /// to the thread since: only a signal puts the thread on an alternate stack, so where
+    /// no signal came, the computation runs where this answer says it runs. (The program
+    /// may configure another alternate stack meanwhile; this answer is then used only to
+    /// tell whether the stack pointer lies on the old one, which it cannot without a
+    /// signal, and every write at an alternate stack's top follows a fresh query.)
+    static LAST_ALT_STACK: core::cell::Cell<Option<AltStack>> =
+        const { core::cell::Cell::new(None) };
 }
 
 impl Stacks {
@@ -133,22 +151,68 @@ impl Stacks {
     /// `SS_AUTODISARM` while the code ran on it is never reported as in use). A stack the
     /// kernel reports as disabled, as it does for one armed with `SS_AUTODISARM` while a
     /// handler runs on it, gets nothing.
+    ///
+    /// Under the rseq watch (x86-64 with glibc's rseq area), the query is made only if a
+    /// signal was delivered to the thread (or it was preempted) since the last computation
+    /// that saw none; otherwise the last answer holds ([`LAST_ALT_STACK`]), and no system
+    /// call is made.
     #[inline]
     pub(super) fn now(sp: usize) -> Self {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(quiet) = rseq::begin() {
+            let cached = if quiet {
+                LAST_ALT_STACK.try_with(core::cell::Cell::get).ok()
+            } else {
+                None
+            };
+            let stack = cached.unwrap_or_else(|| {
+                let stack = alt_stack(sp).map(|(stack, _)| stack);
+                let _ = LAST_ALT_STACK.try_with(|last| last.set(stack));
+                stack
+            });
+            let floor = match stack {
+                Some(s) if (s.base..s.top).contains(&sp) => s.base.next_multiple_of(8),
+                _ => 0,
+            };
+            return Stacks {
+                floor,
+                free: None,
+                watched: true,
+            };
+        }
         match alt_stack(sp) {
             Some((stack, false)) => Stacks {
                 floor: 0,
                 free: Some(stack),
+                watched: false,
             },
             Some((stack, true)) => Stacks {
                 floor: stack.base.next_multiple_of(8),
                 free: None,
+                watched: false,
             },
             None => Stacks {
                 floor: 0,
                 free: None,
+                watched: false,
             },
         }
+    }
+
+    /// After the computation, once the registers are cleared: under the rseq watch, if a
+    /// signal was delivered to the thread since [`Stacks::now`], one query, and one signal
+    /// frame's size at the top of a configured alternate stack that no handler runs on is
+    /// zeroed (preemption reads the same way and costs the same; the bytes zeroed are those
+    /// the kernel overwrites with the next such signal's frame). Nothing without the watch:
+    /// the canaries of [`Stacks::arm`] do that part.
+    #[inline(always)]
+    pub(super) fn finish(&self, sp: usize) {
+        #[cfg(target_arch = "x86_64")]
+        if self.watched && !rseq::end() {
+            wipe_free_alt_top(sp);
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = (self.watched, sp);
     }
 
     /// Writes canary words every [`ALT_SPACING`] bytes from 8 bytes below the 16-byte
@@ -189,6 +253,8 @@ impl Stacks {
 /// it is disabled; else the stack and whether the code at `sp` runs on it.
 #[inline]
 fn alt_stack(sp: usize) -> Option<(AltStack, bool)> {
+    #[cfg(any(test, feature = "test-hooks"))]
+    crate::test_hooks::counters::count_alt_stack_query();
     // SAFETY: `current` is a valid out-pointer; a null `ss` only queries.
     let current = unsafe {
         let mut current: libc::stack_t = core::mem::zeroed();
@@ -237,22 +303,39 @@ impl AltCanaries {
         if alt_stack(sp) != Some((self.stack, false)) {
             return;
         }
-        #[cfg(any(test, feature = "test-hooks"))]
-        crate::test_hooks::counters::count_alt_stack_frame_wipe();
-        let AltStack { base, top } = self.stack;
-        let words_top = top & !7;
-        let bottom = words_top
-            .saturating_sub(signal_frame().max(self.words * ALT_SPACING + 8))
-            .max(base.next_multiple_of(8));
-        if bottom < words_top {
-            // SAFETY: `bottom..words_top` lies within the alternate stack, which the kernel
-            // has just reported as configured and not in use: no handler's data lies there
-            // (see `Stacks::arm`).
-            unsafe { arch::zero_stack(bottom, words_top) };
-        }
-        for at in words_top.max(base)..top {
-            // SAFETY: a byte of the alternate stack, as above.
-            unsafe { core::ptr::write_volatile(at as *mut u8, 0) };
-        }
+        zero_top(self.stack, signal_frame().max(self.words * ALT_SPACING + 8));
+    }
+}
+
+/// Under the rseq watch, after a signal: zeroes one signal frame's size below the top of
+/// the thread's alternate stack if the kernel reports one configured and not in use.
+#[cfg(target_arch = "x86_64")]
+#[cold]
+#[inline(never)]
+fn wipe_free_alt_top(sp: usize) {
+    if let Some((stack, false)) = alt_stack(sp) {
+        zero_top(stack, signal_frame() + 8);
+    }
+}
+
+/// Zeroes the `reach` bytes below the top of `stack` (no lower than its base), a stack
+/// the kernel has just reported as the thread's alternate stack, configured and not in use:
+/// no handler's data lies there (see [`Stacks::arm`]).
+fn zero_top(stack: AltStack, reach: usize) {
+    #[cfg(any(test, feature = "test-hooks"))]
+    crate::test_hooks::counters::count_alt_stack_frame_wipe();
+    let AltStack { base, top } = stack;
+    let words_top = top & !7;
+    let bottom = words_top
+        .saturating_sub(reach)
+        .max(base.next_multiple_of(8));
+    if bottom < words_top {
+        // SAFETY: `bottom..words_top` lies within the alternate stack, configured and not
+        // in use (the caller's query): memory the kernel overwrites with the next frame.
+        unsafe { arch::zero_stack(bottom, words_top) };
+    }
+    for at in words_top.max(base)..top {
+        // SAFETY: a byte of the alternate stack, as above.
+        unsafe { core::ptr::write_volatile(at as *mut u8, 0) };
     }
 }

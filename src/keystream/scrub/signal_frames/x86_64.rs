@@ -182,6 +182,7 @@ pub(super) fn below<R>(compute: impl FnOnce() -> R) -> R {
     if let Some(alt) = alt.filter(|alt| alt.changed()) {
         alt.wipe(sp);
     }
+    stacks.finish(sp);
     r
 }
 
