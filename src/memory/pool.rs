@@ -92,6 +92,7 @@ impl Geometry {
     }
 
     /// The slot at `offset` from a chunk's start, if a slot starts there.
+    #[cfg_attr(any(not(unix), miri), allow(dead_code))] // used by the fork child handler
     fn index(&self, offset: usize) -> Option<usize> {
         let (unit, within) = (offset / self.unit, offset % self.unit);
         let i = unit * self.per_unit + within / self.stride;
@@ -210,6 +211,7 @@ impl<T> StatePool<T> {
 
     /// In a forked child (the child handler): every slot's claim cleared but `keep`'s (the
     /// forking thread's slot, when it has one). Async-signal-safe: atomic loads and stores.
+    #[cfg_attr(any(not(unix), miri), allow(dead_code))] // no fork handler there
     pub(crate) fn reset_after_fork(&self, keep: Option<*const T>) {
         let g = Self::geometry();
         for chunk in &self.chunks {

@@ -85,6 +85,7 @@ impl Drop for Owner {
 /// setting up or releasing its state (a fork from a signal handler that interrupted that),
 /// which slot it holds is not known: every claim is left as it was (those slots stay
 /// unused in the child, never shared). Async-signal-safe: atomic loads and stores.
+#[cfg_attr(any(not(unix), miri), allow(dead_code))] // no fork handler there
 pub(crate) fn reset_pool_after_fork() {
     let Ok(p) = STATE.try_with(Cell::get) else {
         return;
