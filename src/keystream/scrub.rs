@@ -34,7 +34,10 @@
 //!
 //! A handler installed with `SA_ONSTACK` runs on the thread's alternate signal stack
 //! (`sigaltstack(2)`) instead, and the kernel writes the frame at that stack's top, not
-//! below the interrupted code. So before each computation one `sigaltstack` query asks for
+//! below the interrupted code. On x86-64 with glibc's rseq area (`signal_frames/rseq.rs`)
+//! the area tells whether a signal came during the computation, and only then is the
+//! alternate stack asked for and one frame's size at its top zeroed; elsewhere (described
+//! next) before each computation one `sigaltstack` query asks for
 //! the thread's alternate stack. If one is configured and the computation does not run on
 //! it (the kernel does not report it in use, and the stack pointer lies outside it), canary
 //! words are written every 256 bytes from 8 bytes below its 16-byte aligned top down to one
