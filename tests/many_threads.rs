@@ -132,11 +132,17 @@ fn refills_query_the_alternate_stack_only_after_signals() {
         "many_threads: {READS} reads, about {refills} refills: {queries} sigaltstack queries \
          (rseq watch: {watched})"
     );
+    // Under valgrind the scrub zeroes a local array instead (its memcheck rejects accesses
+    // below the stack pointer) and looks for no signal frame; valgrind's preload library
+    // in LD_PRELOAD gives it away.
+    let valgrind = std::env::var("LD_PRELOAD").is_ok_and(|p| p.contains("vgpreload"));
     if watched {
         assert!(
             queries <= refills / 16,
             "{queries} queries for {refills} refills"
         );
+    } else if valgrind {
+        println!("many_threads: under valgrind no query is made (its scrub looks for no frame)");
     } else if cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
         assert!(
             queries >= refills,
