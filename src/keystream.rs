@@ -205,18 +205,7 @@ mod avx512;
 mod dispatch;
 mod path;
 mod scrub;
-#[cfg(all(
-    any(test, feature = "test-hooks"),
-    feature = "std",
-    not(miri),
-    any(
-        all(target_arch = "x86_64", target_os = "linux"),
-        all(
-            target_arch = "aarch64",
-            any(target_os = "linux", target_os = "android")
-        )
-    )
-))]
+#[cfg(all(any(test, feature = "test-hooks"), feature = "std"))]
 pub(crate) use scrub::signals_watched as scrub_signals_watched;
 mod small_stack;
 

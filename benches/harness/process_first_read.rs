@@ -7,6 +7,7 @@
 //! `reader=… mappings=… touched_mib=… first_read_ns=… allocations=… allocated_bytes=…`.
 
 use fkrng_test_support::alloc::{Counting, allocated_bytes, allocations};
+use fkrng_test_support::maps;
 use rand_core::Rng;
 use std::hint::black_box;
 use std::time::Instant;
@@ -28,36 +29,8 @@ fn main() {
             .unwrap_or_else(|_| fail(&format!("{what} must be a number")))
     };
     let (mappings, mib) = (number("MAPPINGS"), number("MIB"));
-    if mappings > 0 {
-        // SAFETY: sysconf has no preconditions.
-        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
-        // SAFETY: an anonymous private mapping with no address hint; checked below.
-        let base = unsafe {
-            libc::mmap(
-                core::ptr::null_mut(),
-                mappings * page,
-                libc::PROT_READ,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-                -1,
-                0,
-            )
-        };
-        if base == libc::MAP_FAILED {
-            fail("cannot map the filler pages");
-        }
-        for i in (1..mappings).step_by(2) {
-            // SAFETY: page `i` lies inside the mapping made above, which nothing else uses.
-            let r = unsafe {
-                libc::mprotect(
-                    base.cast::<u8>().add(i * page).cast(),
-                    page,
-                    libc::PROT_NONE,
-                )
-            };
-            if r != 0 {
-                fail("mprotect of a filler page failed");
-            }
-        }
+    if let Err(e) = maps::add_unmergeable(mappings) {
+        fail(e);
     }
     let touched = vec![1u8; mib << 20];
     black_box(&touched);

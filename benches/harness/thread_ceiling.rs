@@ -8,6 +8,7 @@
 //! Usage: `thread_ceiling fkrng|rand|none [HEADROOM]` (HEADROOM: mappings, 5000 by default).
 //! Prints `reader=… headroom=… threads=… maps_per_thread=…`.
 
+use fkrng_test_support::maps;
 use rand_core::Rng;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -27,11 +28,6 @@ extern "C" fn reader(_: *mut libc::c_void) -> *mut libc::c_void {
         // SAFETY: pause has no preconditions.
         unsafe { libc::pause() };
     }
-}
-
-fn mappings() -> usize {
-    let maps = std::fs::read_to_string("/proc/self/maps").expect("/proc/self/maps");
-    maps.lines().count()
 }
 
 fn fail(message: &str) -> ! {
@@ -63,38 +59,12 @@ fn main() {
         .and_then(|s| s.trim().parse().ok())
         .unwrap_or_else(|| fail("cannot read /proc/sys/vm/max_map_count"));
     let filler = limit
-        .checked_sub(mappings() + headroom)
+        .checked_sub(maps::count() + headroom)
         .unwrap_or_else(|| fail("fewer free mappings than HEADROOM"));
-    // SAFETY: sysconf has no preconditions.
-    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
-    // SAFETY: an anonymous private mapping with no address hint; checked below.
-    let base = unsafe {
-        libc::mmap(
-            core::ptr::null_mut(),
-            filler * page,
-            libc::PROT_READ,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-            -1,
-            0,
-        )
-    };
-    if base == libc::MAP_FAILED {
-        fail("cannot map the filler pages");
+    if let Err(e) = maps::add_unmergeable(filler) {
+        fail(e);
     }
-    for i in (1..filler).step_by(2) {
-        // SAFETY: page `i` lies inside the mapping made above, which nothing else uses.
-        let r = unsafe {
-            libc::mprotect(
-                base.cast::<u8>().add(i * page).cast(),
-                page,
-                libc::PROT_NONE,
-            )
-        };
-        if r != 0 {
-            fail("mprotect of a filler page failed");
-        }
-    }
-    let before = mappings();
+    let before = maps::count();
     // Threads are started with `pthread_create`, as a C program starts them: the standard
     // library's threads also map an alternate signal stack each, and abort the process when
     // that mapping fails.
@@ -121,7 +91,7 @@ fn main() {
     while STARTED.load(Ordering::Acquire) < threads {
         std::thread::yield_now();
     }
-    let grown = mappings().saturating_sub(before);
+    let grown = maps::count().saturating_sub(before);
     println!(
         "reader={name} headroom={headroom} threads={threads} maps_per_thread={:.3}",
         grown as f64 / threads.max(1) as f64

@@ -24,12 +24,6 @@ fn rss_kib() -> u64 {
     pages * page / 1024
 }
 
-/// Kernel mappings of this process: the lines of `/proc/self/maps` (Linux).
-fn mappings() -> u64 {
-    let maps = std::fs::read_to_string("/proc/self/maps").expect("/proc/self/maps");
-    maps.lines().count() as u64
-}
-
 /// One thread's generator sizes after `read`, as the rest of the output line; `None` for a
 /// reader other than fkrng.
 #[cfg(feature = "test-hooks")]
@@ -79,7 +73,7 @@ fn main() {
     let all_read = Barrier::new(threads + 1);
     let release = Barrier::new(threads + 1);
     let before = rss_kib();
-    let maps_before = mappings();
+    let maps_before = fkrng_test_support::maps::count() as u64;
     let (grown, maps_grown) = std::thread::scope(|s| {
         for i in 0..threads {
             let spawned = std::thread::Builder::new()
@@ -101,7 +95,7 @@ fn main() {
         }
         all_read.wait();
         let grown = rss_kib().saturating_sub(before);
-        let maps_grown = mappings().saturating_sub(maps_before);
+        let maps_grown = (fkrng_test_support::maps::count() as u64).saturating_sub(maps_before);
         release.wait();
         (grown, maps_grown)
     });

@@ -142,24 +142,18 @@ fn wait_for_pool() -> Result<(), Error> {
 
 /// `RNDGETENTCNT` (`linux/random.h`): `_IOR('R', 0x00, int)`, whose encoding puts the read
 /// direction at bit 30 on most architectures and at bit 29 on MIPS, PowerPC and SPARC.
-#[cfg(not(any(
+const RNDGETENTCNT: libc::c_ulong = if cfg!(any(
     target_arch = "mips",
     target_arch = "mips64",
     target_arch = "powerpc",
     target_arch = "powerpc64",
     target_arch = "sparc",
     target_arch = "sparc64"
-)))]
-const RNDGETENTCNT: libc::c_ulong = 0x8004_5200;
-#[cfg(any(
-    target_arch = "mips",
-    target_arch = "mips64",
-    target_arch = "powerpc",
-    target_arch = "powerpc64",
-    target_arch = "sparc",
-    target_arch = "sparc64"
-))]
-const RNDGETENTCNT: libc::c_ulong = 0x4004_5200;
+)) {
+    0x4004_5200
+} else {
+    0x8004_5200
+};
 
 /// The entropy count (in bits) at which every kernel generation has initialised its pool:
 /// from Linux 5.18 on the count is the pool's initialisation progress, ready at exactly 256

@@ -128,6 +128,11 @@ cfg_if::cfg_if! {
             scrub_stack();
             r
         }
+        /// No signal frames are looked for here, so no rseq watch either.
+        #[cfg(any(test, feature = "test-hooks"))]
+        pub(crate) fn signals_watched() -> bool {
+            false
+        }
     }
 }
 

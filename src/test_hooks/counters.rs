@@ -104,28 +104,7 @@ pub fn alt_stack_queries() -> u64 {
 /// thread's rseq area (x86-64 Linux with glibc 2.35 or later), so that they make no
 /// `sigaltstack` query unless a signal came or the thread was preempted.
 pub fn alt_stack_queries_only_after_signals() -> bool {
-    #[cfg(all(
-        not(miri),
-        any(
-            all(target_arch = "x86_64", target_os = "linux"),
-            all(
-                target_arch = "aarch64",
-                any(target_os = "linux", target_os = "android")
-            )
-        )
-    ))]
-    return crate::keystream::scrub_signals_watched();
-    #[cfg(not(all(
-        not(miri),
-        any(
-            all(target_arch = "x86_64", target_os = "linux"),
-            all(
-                target_arch = "aarch64",
-                any(target_os = "linux", target_os = "android")
-            )
-        )
-    )))]
-    return false;
+    crate::keystream::scrub_signals_watched()
 }
 
 /// Keystream computations (refills, direct fills) after which the top of the thread's

@@ -25,6 +25,8 @@ pub mod sampling;
 #[cfg(unix)]
 pub mod child;
 #[cfg(target_os = "linux")]
+pub mod maps;
+#[cfg(target_os = "linux")]
 pub mod signals;
 #[cfg(target_os = "linux")]
 pub mod stack;
