@@ -9,7 +9,7 @@
 //! - A read abandoned mid-way slows only its own thread: the next thread takes the slot
 //!   zeroed, busy flag included, and makes no one-off read.
 
-use fkrng::test_hooks::counters::{chunks_mapped, one_off_reads_interrupted, os_reads};
+use fkrng::test_hooks::counters::{chunks_published, one_off_reads_interrupted, os_reads};
 use std::sync::Barrier;
 
 const THREADS: usize = 400;
@@ -74,13 +74,13 @@ fn live_threads_that_read_add_a_mapping_per_chunk_not_per_thread() {
     // The process's first read and its chunk, before anything is counted.
     fkrng::fill(&mut [0u8; 16]);
     let (idle, _) = mappings_while_live(|| {});
-    let chunks = chunks_mapped();
+    let chunks = chunks_published();
     let (reading, holding) = mappings_while_live(|| fkrng::fill(&mut [0u8; 16]));
-    let new_chunks = chunks_mapped() - chunks;
+    let new_chunks = chunks_published() - chunks;
     let added = reading.saturating_sub(idle);
     println!(
         "many_threads: {THREADS} live threads: {idle} mappings idle, {reading} after a read \
-         each ({added} more; {holding} of them hold the states; {new_chunks} chunks mapped)"
+         each ({added} more; {holding} of them hold the states; {new_chunks} chunks published)"
     );
     // Exact: the mappings that hold the 400 states (at most one per 50 threads).
     assert!(

@@ -153,13 +153,13 @@ fn exited_threads_states_are_reused_and_reseeded() {
     };
     // Leaves at least one free slot behind.
     let (_, first_slot) = read_in_new_thread();
-    let chunks = fkrng::test_hooks::counters::chunks_mapped();
+    let chunks = fkrng::test_hooks::counters::chunks_published();
     let set_up = fkrng::test_hooks::counters::states_set_up();
     let os_reads = fkrng::test_hooks::counters::os_reads();
     let (values, slots): (Vec<[u8; 32]>, Vec<usize>) =
         (0..20).map(|_| read_in_new_thread()).unzip();
     assert_eq!(
-        fkrng::test_hooks::counters::chunks_mapped() - chunks,
+        fkrng::test_hooks::counters::chunks_published() - chunks,
         0,
         "new chunks"
     );

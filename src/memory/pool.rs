@@ -163,7 +163,11 @@ impl<T> StatePool<T> {
                     Ordering::AcqRel,
                     Ordering::Acquire,
                 ) {
-                    Ok(_) => new.as_ptr(),
+                    Ok(_) => {
+                        #[cfg(any(test, feature = "test-hooks"))]
+                        crate::test_hooks::counters::count_chunk_published();
+                        new.as_ptr()
+                    }
                     Err(theirs) => {
                         unpublished = Some(new);
                         theirs
@@ -204,8 +208,6 @@ impl<T> StatePool<T> {
         let (p, len, wiped) = os::map(chunk_layout(g), self.advice)?;
         debug_assert_eq!(len, g.len);
         note_advice(self.advice, wiped);
-        #[cfg(any(test, feature = "test-hooks"))]
-        crate::test_hooks::counters::count_chunk_mapped();
         Some(p)
     }
 

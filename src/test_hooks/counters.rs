@@ -15,7 +15,7 @@ static OS_READS: AtomicU64 = AtomicU64::new(0);
 static ONE_OFF_INTERRUPTED: AtomicU64 = AtomicU64::new(0);
 static ONE_OFF_UNAVAILABLE: AtomicU64 = AtomicU64::new(0);
 static ONE_OFF_FORK_UNDER_WAY: AtomicU64 = AtomicU64::new(0);
-static CHUNKS_MAPPED: AtomicU64 = AtomicU64::new(0);
+static CHUNKS_PUBLISHED: AtomicU64 = AtomicU64::new(0);
 static STATES_SET_UP: AtomicU64 = AtomicU64::new(0);
 static SNAPSHOT_RESEEDS: AtomicU64 = AtomicU64::new(0);
 static SIGNAL_FRAMES_WIPED: AtomicU64 = AtomicU64::new(0);
@@ -39,8 +39,8 @@ pub(crate) fn count_state_set_up() {
     STATES_SET_UP.fetch_add(1, Relaxed);
 }
 
-pub(crate) fn count_chunk_mapped() {
-    CHUNKS_MAPPED.fetch_add(1, Relaxed);
+pub(crate) fn count_chunk_published() {
+    CHUNKS_PUBLISHED.fetch_add(1, Relaxed);
 }
 
 #[cfg_attr(
@@ -115,10 +115,12 @@ pub fn alt_stack_frames_wiped() -> u64 {
     ALT_STACK_FRAMES_WIPED.load(Relaxed)
 }
 
-/// Chunks mapped (or allocated) for the state pools: one per 192 thread states with 4 KiB
-/// pages, when no published chunk had a free slot.
-pub fn chunks_mapped() -> u64 {
-    CHUNKS_MAPPED.load(Relaxed)
+/// Chunks published in the state pools' directories: one per 192 thread states with 4 KiB
+/// pages, added when no published chunk had a free slot. Threads that find the same
+/// directory entry empty may each map a chunk; only the one that publishes it is counted,
+/// and the others unmap theirs at once.
+pub fn chunks_published() -> u64 {
+    CHUNKS_PUBLISHED.load(Relaxed)
 }
 
 /// Thread states set up in a slot of the state pool (a thread's first read).

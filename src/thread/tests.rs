@@ -821,12 +821,12 @@ fn census() -> Option<[u8; 32]> {
 }
 
 /// In a forked child: the pool's claims (`out[0]`), then six new threads' reads; `out[1]`
-/// is 1 when none of them leased the forking thread's slot, `out[2]` the chunks mapped.
+/// is 1 when none of them leased the forking thread's slot, `out[2]` the chunks published.
 #[cfg(all(target_os = "linux", feature = "test-hooks"))]
 fn census_and_spawn() -> Option<[u8; 32]> {
     let forking = STATE.get() as usize;
     let (_, claimed) = STATES.census();
-    let chunks = crate::test_hooks::counters::chunks_mapped();
+    let chunks = crate::test_hooks::counters::chunks_published();
     let slots: Vec<usize> = (0..HOLDERS)
         .map(|_| {
             std::thread::spawn(|| {
@@ -840,7 +840,7 @@ fn census_and_spawn() -> Option<[u8; 32]> {
     let mut out = [0u8; 32];
     out[0] = claimed.min(255) as u8;
     out[1] = slots.iter().all(|&p| p != forking && p != 0) as u8;
-    out[2] = (crate::test_hooks::counters::chunks_mapped() - chunks) as u8;
+    out[2] = (crate::test_hooks::counters::chunks_published() - chunks) as u8;
     Some(out)
 }
 
