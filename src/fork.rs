@@ -108,6 +108,9 @@ extern "C" fn atfork_child() {
     FORKS_UNDER_WAY.store(0, Ordering::Relaxed);
     // The parent's other threads do not exist here: their state slots become free.
     crate::thread::reset_pool_after_fork();
+    // The vDSO's states, wiped by the kernel: every claim but this thread's call's.
+    #[cfg(all(target_os = "linux", target_arch = "x86_64", target_env = "gnu"))]
+    crate::entropy::vdso::reset_after_fork();
 }
 
 const HANDLERS_UNREGISTERED: u8 = 0;

@@ -8,6 +8,8 @@
 //!   mapping per state adds about 400.
 //! - A read abandoned mid-way slows only its own thread: the next thread takes the slot
 //!   zeroed, busy flag included, and makes no one-off read.
+//! - A new thread's first seed comes from the vDSO's `getrandom` where the kernel has one
+//!   (x86-64 Linux 6.11 and later, glibc), once the process has seeded by the system call.
 
 use fkrng::test_hooks::counters::{chunks_published, one_off_reads_interrupted, os_reads};
 use std::sync::Barrier;
@@ -18,7 +20,8 @@ fn main() {
     live_threads_that_read_add_a_mapping_per_chunk_not_per_thread();
     a_slot_left_busy_by_an_abandoned_read_never_slows_the_next_thread();
     refills_query_the_alternate_stack_only_after_signals();
-    println!("many_threads: 3 passed");
+    a_new_threads_first_seed_comes_from_the_vdso();
+    println!("many_threads: 4 passed");
 }
 
 /// Lines of `/proc/self/maps` while `THREADS` threads (64 KiB stacks) wait, each after
@@ -180,3 +183,25 @@ fn refills_query_the_alternate_stack_only_after_signals() {
 
 #[cfg(not(target_os = "linux"))]
 fn refills_query_the_alternate_stack_only_after_signals() {}
+
+/// Ten new threads in turn, each after the process's first read: one OS read each, and
+/// each from the vDSO where it must have `getrandom`, else none from it.
+fn a_new_threads_first_seed_comes_from_the_vdso() {
+    use fkrng::test_hooks::counters::vdso_fills;
+    fkrng::fill(&mut [0u8; 16]);
+    let (vdso, seeds) = (vdso_fills(), os_reads());
+    for _ in 0..10 {
+        std::thread::spawn(|| fkrng::fill(&mut [0u8; 16]))
+            .join()
+            .expect("a new thread");
+    }
+    let (vdso, seeds) = (vdso_fills() - vdso, os_reads() - seeds);
+    println!("many_threads: 10 new threads: {seeds} OS reads, {vdso} from the vDSO");
+    assert_eq!(seeds, 10, "OS reads of 10 new threads");
+    let expected = if fkrng_test_support::runner::vdso_getrandom_expected() {
+        10
+    } else {
+        0
+    };
+    assert_eq!(vdso, expected, "seeds from the vDSO");
+}

@@ -5,7 +5,9 @@
 //! Usage: `new_thread_read [THREADS] [joined|live]` (200 and `joined` by default). `joined`:
 //! each thread exits before the next starts (an exited thread's state is there to reuse);
 //! `live`: every thread waits until all have read, so each takes a state no thread had.
-//! Prints `mode=… threads=… fkrng_median_ns=… rand_median_ns=… ratio=…`.
+//! Prints `mode=… threads=… fkrng_median_ns=… rand_median_ns=… ratio=…`, and on Linux the
+//! page faults the reads took (`fkrng_faults=… rand_faults=…`, medians): first touches of
+//! a new thread's stack and of new heap or state memory.
 
 use rand_core::Rng;
 use std::hint::black_box;
@@ -20,6 +22,20 @@ fn rand_read() {
     let mut b = [0u8; 16];
     rand::rng().fill_bytes(&mut b);
     black_box(b);
+}
+
+/// Minor page faults of the calling thread so far (0 where not counted).
+fn faults() -> u64 {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: `getrusage` writes one `rusage`, which is plain data valid when zeroed.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: `usage` is a valid, writable `rusage`.
+        if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) } == 0 {
+            return usage.ru_minflt as u64;
+        }
+    }
+    0
 }
 
 fn median(mut ns: Vec<u64>) -> u64 {
@@ -48,9 +64,11 @@ fn main() {
     fkrng_read();
     rand_read();
     let timed = |read: fn()| {
+        let before = faults();
         let start = Instant::now();
         read();
-        start.elapsed().as_nanos() as u64
+        let ns = start.elapsed().as_nanos() as u64;
+        (ns, faults() - before)
     };
     let (mut fkrng_ns, mut rand_ns) = (Vec::new(), Vec::new());
     if live {
@@ -88,10 +106,15 @@ fn main() {
             rand_ns.push(std::thread::spawn(move || timed(rand_read)).join().unwrap());
         }
     }
-    let (f, r) = (median(fkrng_ns), median(rand_ns));
+    let split = |v: Vec<(u64, u64)>| -> (Vec<u64>, Vec<u64>) { v.into_iter().unzip() };
+    let ((f, f_faults), (r, r_faults)) = (split(fkrng_ns), split(rand_ns));
+    let (f, r) = (median(f), median(r));
     println!(
-        "mode={} threads={threads} fkrng_median_ns={f} rand_median_ns={r} ratio={:.2}",
+        "mode={} threads={threads} fkrng_median_ns={f} rand_median_ns={r} ratio={:.2} \
+         fkrng_faults={} rand_faults={}",
         if live { "live" } else { "joined" },
-        f as f64 / r as f64
+        f as f64 / r as f64,
+        median(f_faults),
+        median(r_faults)
     );
 }

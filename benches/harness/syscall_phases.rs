@@ -4,8 +4,9 @@
 //! else runs between a marker and the phase).
 //!
 //! Phases, in order: `first-read` (the process's first 16-byte read), `thread-first-read`
-//! (a new thread's first read, on that thread; its state is mapped anew, since no thread
-//! has exited yet), `steady` (1000 reads of 16 bytes on the main thread), `reseed`
+//! (a new thread's first read, on that thread: a slot of the pool's first chunk, and the
+//! vDSO's state page where its `getrandom` seeds the thread, mapped at this first use),
+//! `steady` (1000 reads of 16 bytes on the main thread), `reseed`
 //! (`fkrng::reseed()`), `fork-protection` (`fkrng::fork_protection()`, whose first call
 //! checks wipe-on-fork), then `end`.
 

@@ -29,10 +29,40 @@ const RANDOM: (&CStr, u32, u32) = (c"/dev/random", 1, 8);
 /// Set once `/dev/random` was seen readable: the pool is initialised for good.
 static POOL_READY: AtomicBool = AtomicBool::new(false);
 
+/// Set once the `getrandom` system call has filled a request in this process: the kernel's
+/// pool is initialised and the call is allowed, so later seeds of new threads may come from
+/// the vDSO ([`fill_new_thread`]).
+#[cfg(all(target_os = "linux", target_arch = "x86_64", target_env = "gnu"))]
+static SYSCALL_ANSWERED: AtomicBool = AtomicBool::new(false);
+
 /// Fills `dest` from the kernel: the system call, or the checked device where the call is
 /// missing or refused.
 pub(super) fn fill(dest: &mut [u8]) -> Result<(), Error> {
-    match fill_by_syscall(dest) {
+    or_device(dest, fill_by_syscall)
+}
+
+/// As [`fill`], for a new thread's first seed: from the kernel's `getrandom` in the vDSO
+/// (`super::vdso`) once the system call has answered in this process, where the vDSO has
+/// one and a state of its is free; else as [`fill`]. The process's first seed, and every
+/// reseed, stay system calls: what a seccomp filter or a tracer governs, and the readiness
+/// wait of the kernel's pool.
+pub(super) fn fill_new_thread(dest: &mut [u8]) -> Result<(), Error> {
+    #[cfg(all(target_os = "linux", target_arch = "x86_64", target_env = "gnu"))]
+    if SYSCALL_ANSWERED.load(Ordering::Relaxed) {
+        return or_device(dest, |dest| {
+            super::vdso::fill(dest).unwrap_or_else(|| fill_by_syscall(dest))
+        });
+    }
+    fill(dest)
+}
+
+/// `first(dest)`, and the checked device where it finds the system call missing or
+/// refused.
+fn or_device(
+    dest: &mut [u8],
+    first: impl FnOnce(&mut [u8]) -> Result<(), Error>,
+) -> Result<(), Error> {
+    match first(dest) {
         Err(e) if e == Error::from_errno(libc::ENOSYS) || e == Error::from_errno(libc::EPERM) => {
             fill_from_device(dest)
         }
@@ -42,7 +72,7 @@ pub(super) fn fill(dest: &mut [u8]) -> Result<(), Error> {
 
 /// `getrandom(dest, 0)` until `dest` is full, retrying on `EINTR`.
 fn fill_by_syscall(dest: &mut [u8]) -> Result<(), Error> {
-    fill_exact(dest, |chunk| {
+    let filled = fill_exact(dest, |chunk| {
         // SAFETY: `chunk` is valid for writes of `chunk.len()` bytes; the kernel writes at
         // most that many and returns their number or -1.
         unsafe {
@@ -53,7 +83,12 @@ fn fill_by_syscall(dest: &mut [u8]) -> Result<(), Error> {
                 0 as libc::c_uint,
             ) as isize
         }
-    })
+    });
+    #[cfg(all(target_os = "linux", target_arch = "x86_64", target_env = "gnu"))]
+    if filled.is_ok() {
+        SYSCALL_ANSWERED.store(true, Ordering::Relaxed);
+    }
+    filled
 }
 
 /// Opens the device at `path` read-only and checks that it is the character device
@@ -195,7 +230,7 @@ fn pool_known_ready() -> Result<(), Error> {
 /// Calls `read_some` until `dest` is full: it returns the bytes written to the start of its
 /// argument, or -1 with `errno` set (`EINTR` retries). A count larger than what was asked
 /// for (a broken emulator or a tracer's injected result) is an error, and so is 0.
-fn fill_exact(
+pub(super) fn fill_exact(
     mut dest: &mut [u8],
     mut read_some: impl FnMut(&mut [u8]) -> isize,
 ) -> Result<(), Error> {

@@ -17,11 +17,20 @@ static ONE_OFF_UNAVAILABLE: AtomicU64 = AtomicU64::new(0);
 static ONE_OFF_FORK_UNDER_WAY: AtomicU64 = AtomicU64::new(0);
 static CHUNKS_PUBLISHED: AtomicU64 = AtomicU64::new(0);
 static STATES_SET_UP: AtomicU64 = AtomicU64::new(0);
+static VDSO_FILLS: AtomicU64 = AtomicU64::new(0);
 static SNAPSHOT_RESEEDS: AtomicU64 = AtomicU64::new(0);
 static SIGNAL_FRAMES_WIPED: AtomicU64 = AtomicU64::new(0);
 static DISCARDED_READS: AtomicU64 = AtomicU64::new(0);
 static ALT_STACK_FRAMES_WIPED: AtomicU64 = AtomicU64::new(0);
 static ALT_STACK_QUERIES: AtomicU64 = AtomicU64::new(0);
+
+#[cfg_attr(
+    not(all(target_os = "linux", target_arch = "x86_64", target_env = "gnu")),
+    allow(dead_code)
+)]
+pub(crate) fn count_vdso_fill() {
+    VDSO_FILLS.fetch_add(1, Relaxed);
+}
 
 pub(crate) fn count_os_read() {
     OS_READS.fetch_add(1, Relaxed);
@@ -121,6 +130,12 @@ pub fn alt_stack_frames_wiped() -> u64 {
 /// and the others unmap theirs at once.
 pub fn chunks_published() -> u64 {
     CHUNKS_PUBLISHED.load(Relaxed)
+}
+
+/// Requests the vDSO's `getrandom` filled (new threads' first seeds on x86-64 Linux with
+/// glibc and Linux 6.11 or later; always 0 elsewhere).
+pub fn vdso_fills() -> u64 {
+    VDSO_FILLS.load(Relaxed)
 }
 
 /// Thread states set up in a slot of the state pool (a thread's first read).

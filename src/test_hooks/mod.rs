@@ -12,6 +12,7 @@
 //!
 //! - [`counters`]: process-wide counts of events that leave no trace in the output.
 //! - [`memory`]: the sizes of a thread's state, its storage and its thread-locals.
+//! - [`os`]: the OS source as a new thread's first seed reads it (the vDSO where used).
 //! - [`snapshot`]: a stand-in file in place of the VMClock device, and switching the
 //!   counter every read compares with.
 //! - `keystream`: a read-only view of an `FkeRng`'s state (`FkeRng::inspect`) for the
@@ -30,6 +31,8 @@ pub(crate) mod keystream;
 pub(crate) mod lifecycle;
 #[cfg(all(feature = "std", any(test, feature = "test-hooks")))]
 pub mod memory;
+#[cfg(all(feature = "std", any(test, feature = "test-hooks")))]
+pub mod os;
 #[cfg(all(test, feature = "std"))]
 pub(crate) mod reads;
 #[cfg(all(feature = "std", any(test, feature = "test-hooks")))]

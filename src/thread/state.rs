@@ -191,7 +191,12 @@ impl ThreadState {
         let epoch = fork::epoch();
         let generation = snapshot::settled_generation();
         let mut s = [0u8; KEY_LEN];
-        let draw = os.seed(&mut s)?;
+        // A new thread's first seed may come from the vDSO (`entropy::fill_new_thread`).
+        let draw = if self.life.seeded {
+            os.seed(&mut s)
+        } else {
+            os.seed_new_thread(&mut s)
+        }?;
         self.fke.mix_key(&s);
         // `K ⊕ S ⊕ D`: clones of one VM snapshot whose kernels give the same `S` still get
         // different keys (`entropy::diversifier`); the CPU's generator is read at the

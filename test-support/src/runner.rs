@@ -27,3 +27,22 @@ pub fn command(exe: impl AsRef<OsStr>) -> Command {
         None => Command::new(exe),
     }
 }
+
+/// Whether this run must find the vDSO's `getrandom` (which fkrng uses for new threads'
+/// first seeds): x86-64 Linux 6.11 or later with glibc, run natively. Emulators and
+/// valgrind present vDSO images of their own, without it.
+pub fn vdso_getrandom_expected() -> bool {
+    if !cfg!(all(
+        target_os = "linux",
+        target_arch = "x86_64",
+        target_env = "gnu"
+    )) {
+        return false;
+    }
+    let under_tool = !emulator().is_empty()
+        || std::env::var("LD_PRELOAD").is_ok_and(|p| p.contains("vgpreload"));
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let mut numbers = release.split(|c: char| !c.is_ascii_digit());
+    let mut number = || numbers.next().and_then(|n| n.parse::<u32>().ok());
+    !under_tool && (number(), number()) >= (Some(6), Some(11))
+}

@@ -20,6 +20,9 @@
 //! - `reads_on_an_alternate_stack_keep_within_it`: a read in a handler on an alternate
 //!   stack with little headroom writes nothing below the stack's base that its own frames
 //!   do not need (painted bytes and a guard page below the stack).
+//! - `vdso_seed_leaves_no_copy_behind`: a seed from the vDSO's `getrandom`, as a new
+//!   thread's first seed reads it; once the thread has wiped its copy and exited, no 8-byte
+//!   piece of it remains in writable memory (the vDSO's frames and state included).
 //! - `one_off_read_leaves_no_key_behind`: after a read served from fresh OS bytes (a
 //!   thread-local destructor after the thread's state was released; the same path serves
 //!   signal handlers that interrupt a read), no 32-byte window may be a ChaCha20 key whose
@@ -83,6 +86,23 @@ fn direct_fills_leave_no_old_key_behind() {
 #[test]
 fn one_off_read_leaves_no_key_behind() {
     scenarios::one_off_read();
+}
+
+/// A new thread's seed from the vDSO's `getrandom` (x86-64 Linux 6.11 and later, glibc):
+/// once the thread has wiped its copy and exited, no 8-byte piece of the seed is left in
+/// writable memory: not in the vDSO's frames on the exited thread's stack (which glibc
+/// keeps for reuse), not in the vDSO's state page. Where the vDSO has no `getrandom` the
+/// seed is the system call's, and the scan still runs.
+#[test]
+fn vdso_seed_leaves_no_copy_behind() {
+    let (found, from_vdso) = scenarios::vdso_seed();
+    println!("residue: vDSO seed: served by the vDSO: {from_vdso}; pieces found: {found:x?}");
+    assert_eq!(
+        from_vdso,
+        fkrng_test_support::runner::vdso_getrandom_expected(),
+        "the vDSO served the seed"
+    );
+    assert_eq!(found, Vec::<usize>::new(), "pieces of the seed in memory");
 }
 
 /// Signal frames: a POSIX timer sends `SIGUSR2` to the reading thread every 50 µs while

@@ -158,6 +158,54 @@ pub(crate) fn one_off_read() {
     assert_eq!(keys_reproducing(&served), Vec::<usize>::new());
 }
 
+/// A new thread's seed as the vDSO's `getrandom` hands it out (where fkrng uses it), and a
+/// scan for any 8-byte piece of it once the thread has wiped its copy and exited: the
+/// vDSO computes on the caller's stack and keeps a state of its own, so a copy of a seed
+/// in its frames or state would give the thread's first key (the seed XOR a diversifier of
+/// clocks and counters). The needle is kept masked: the test holds `seed ⊕ mask` and
+/// `mask`, never the seed. Returns the pieces found (addresses) and whether the vDSO
+/// served the seed.
+pub(crate) fn vdso_seed() -> (Vec<usize>, bool) {
+    let _scan = MEMORY_SCAN.lock().unwrap_or_else(PoisonError::into_inner);
+    // The process's first seed is the system call's; later new threads' come from the vDSO.
+    let _: [u8; 1] = fkrng::array();
+    let mask: [u8; 36] = fkrng::array();
+    let (masked, from_vdso) = std::thread::spawn(move || {
+        let fills = fkrng::test_hooks::counters::vdso_fills();
+        let mut seed = [0u8; 36];
+        fkrng::test_hooks::os::fill_as_new_thread(&mut seed).expect("a seed");
+        let from_vdso = fkrng::test_hooks::counters::vdso_fills() - fills == 1;
+        let mut masked = [0u8; 36];
+        for ((m, s), k) in masked.iter_mut().zip(&seed).zip(&mask) {
+            *m = s ^ k;
+        }
+        zeroize::Zeroize::zeroize(&mut seed);
+        black_box(&seed);
+        (masked, from_vdso)
+    })
+    .join()
+    .unwrap();
+    clear_test_registers();
+    let mut buf = vec![0u8; SCAN_CHUNK];
+    let own = buf.as_ptr() as usize..buf.as_ptr() as usize + buf.len();
+    let mut found = Vec::new();
+    scan_writable_memory(&mut buf, own, |_, at, bytes| {
+        for i in 0..bytes.len().saturating_sub(7) {
+            let window = &bytes[i..i + 8];
+            if window == [0; 8] {
+                continue;
+            }
+            for piece in 0..4 {
+                let at_piece = piece * 8;
+                if (0..8).all(|j| window[j] ^ mask[at_piece + j] == masked[at_piece + j]) {
+                    found.push(at + i);
+                }
+            }
+        }
+    });
+    (found, from_vdso)
+}
+
 /// Batches (refills and direct fills, alternating) the signal-storm scan runs at least.
 pub(crate) const STORM_MIN_BATCHES: usize = 1000;
 

@@ -1,0 +1,29 @@
+//! The OS source as a new thread's first seed reads it, for the residue test's scan of what
+//! the vDSO's `getrandom` leaves behind.
+
+/// Fills `dest` as a new thread's first seed is filled (`entropy::fill_new_thread`): from
+/// the vDSO's `getrandom` where fkrng uses it, else the system call.
+///
+/// # Errors
+/// The OS source's error.
+pub fn fill_as_new_thread(dest: &mut [u8]) -> Result<(), crate::Error> {
+    crate::entropy::fill_new_thread(dest)
+}
+
+/// Whether the vDSO's `getrandom` was found (x86-64 Linux 6.11 and later, glibc).
+pub fn vdso_getrandom_found() -> bool {
+    #[cfg(all(
+        target_os = "linux",
+        target_arch = "x86_64",
+        target_env = "gnu",
+        not(miri)
+    ))]
+    return crate::entropy::vdso::available();
+    #[cfg(not(all(
+        target_os = "linux",
+        target_arch = "x86_64",
+        target_env = "gnu",
+        not(miri)
+    )))]
+    return false;
+}
