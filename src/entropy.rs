@@ -80,7 +80,7 @@ impl Entropy for Os {
     }
 }
 
-/// As [`fill`], for a new thread's first seed: on x86-64 Linux with glibc, from the
+/// As [`fill`], for a new thread's first seed: on x86-64 Linux, from the
 /// kernel's `getrandom` in the vDSO (Linux 6.11 and later) once the system call has answered
 /// in this process, which saves the system call (`vdso`); elsewhere [`fill`].
 pub(crate) fn fill_new_thread(dest: &mut [u8]) -> Result<(), Error> {
@@ -103,12 +103,7 @@ pub(crate) fn fill(dest: &mut [u8]) -> Result<(), Error> {
 #[cfg(all(any(target_os = "linux", target_os = "android"), not(miri)))]
 mod linux;
 
-#[cfg(all(
-    target_os = "linux",
-    target_arch = "x86_64",
-    target_env = "gnu",
-    not(miri)
-))]
+#[cfg(all(target_os = "linux", target_arch = "x86_64", not(miri)))]
 pub(crate) mod vdso;
 
 pub(crate) mod diversifier;

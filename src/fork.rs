@@ -109,7 +109,7 @@ extern "C" fn atfork_child() {
     // The parent's other threads do not exist here: their state slots become free.
     crate::thread::reset_pool_after_fork();
     // The vDSO's states, wiped by the kernel: every claim but this thread's call's.
-    #[cfg(all(target_os = "linux", target_arch = "x86_64", target_env = "gnu"))]
+    #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
     crate::entropy::vdso::reset_after_fork();
 }
 

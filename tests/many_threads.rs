@@ -9,7 +9,7 @@
 //! - A read abandoned mid-way slows only its own thread: the next thread takes the slot
 //!   zeroed, busy flag included, and makes no one-off read.
 //! - A new thread's first seed comes from the vDSO's `getrandom` where the kernel has one
-//!   (x86-64 Linux 6.11 and later, glibc), once the process has seeded by the system call.
+//!   (x86-64 Linux 6.11 and later), once the process has seeded by the system call.
 
 use fkrng::test_hooks::counters::{chunks_published, one_off_reads_interrupted, os_reads};
 use std::sync::Barrier;

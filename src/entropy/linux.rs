@@ -32,7 +32,7 @@ static POOL_READY: AtomicBool = AtomicBool::new(false);
 /// Set once the `getrandom` system call has filled a request in this process: the kernel's
 /// pool is initialised and the call is allowed, so later seeds of new threads may come from
 /// the vDSO ([`fill_new_thread`]).
-#[cfg(all(target_os = "linux", target_arch = "x86_64", target_env = "gnu"))]
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 static SYSCALL_ANSWERED: AtomicBool = AtomicBool::new(false);
 
 /// Fills `dest` from the kernel: the system call, or the checked device where the call is
@@ -47,7 +47,7 @@ pub(super) fn fill(dest: &mut [u8]) -> Result<(), Error> {
 /// reseed, stay system calls: what a seccomp filter or a tracer governs, and the readiness
 /// wait of the kernel's pool.
 pub(super) fn fill_new_thread(dest: &mut [u8]) -> Result<(), Error> {
-    #[cfg(all(target_os = "linux", target_arch = "x86_64", target_env = "gnu"))]
+    #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
     if SYSCALL_ANSWERED.load(Ordering::Relaxed) {
         return or_device(dest, |dest| {
             super::vdso::fill(dest).unwrap_or_else(|| fill_by_syscall(dest))
@@ -84,7 +84,7 @@ fn fill_by_syscall(dest: &mut [u8]) -> Result<(), Error> {
             ) as isize
         }
     });
-    #[cfg(all(target_os = "linux", target_arch = "x86_64", target_env = "gnu"))]
+    #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
     if filled.is_ok() {
         SYSCALL_ANSWERED.store(true, Ordering::Relaxed);
     }

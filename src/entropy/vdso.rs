@@ -1,4 +1,4 @@
-//! The kernel's `getrandom` in the vDSO (Linux 6.11 and later; here x86-64 with glibc),
+//! The kernel's `getrandom` in the vDSO (Linux 6.11 and later; used on x86-64),
 //! for a new thread's first seed once the process has seeded by the system call.
 //!
 //! The vDSO function (`__vdso_getrandom`, version `LINUX_2.6`, `lib/vdso/getrandom.c` and
@@ -18,10 +18,12 @@
 //! read never waits. When every state is leased, the page cannot be mapped, or the vDSO
 //! has no `getrandom`, the caller makes the system call as before.
 //!
-//! The function is looked up once, by a constructor in `.init_array` (`dlopen` and
-//! `dlvsym` are not async-signal-safe, and a seed may be read in a signal handler), through
-//! glibc's link map: `dlopen("linux-vdso.so.1", RTLD_NOLOAD)`. Static binaries and other C
-//! libraries find none and keep the system call.
+//! The function is found at the first seed that may use it, in the vDSO image the kernel
+//! maps into every process (its ELF header at `getauxval(AT_SYSINFO_EHDR)`), by reading
+//! the image's dynamic symbol table ([`lookup`]): plain memory reads, so no dynamic loader
+//! call (`dlsym` is not async-signal-safe, and a seed may be read in a signal handler),
+//! nothing at process start, and the same in static binaries. Threads that race to look
+//! it up find the same answer.
 
 use crate::Error;
 use core::cell::Cell;
@@ -46,8 +48,11 @@ const PAGE: usize = 4096;
 /// States per page at most: one claim bit each.
 const MAX_STATES: usize = 32;
 
-/// The vDSO function's address, 0 where there is none.
-static FUNCTION: AtomicUsize = AtomicUsize::new(0);
+/// The vDSO function's address, [`UNKNOWN`] before the lookup, [`NONE`] where there is
+/// none.
+static FUNCTION: AtomicUsize = AtomicUsize::new(UNKNOWN);
+const UNKNOWN: usize = 0;
+const NONE: usize = 1;
 /// Bytes per opaque state, as the kernel gives them.
 static STATE_LEN: AtomicUsize = AtomicUsize::new(0);
 /// How the state page must be mapped.
@@ -68,73 +73,221 @@ std::thread_local! {
     static LEASED: Cell<u32> = const { Cell::new(0) };
 }
 
-/// Runs when the program (or the shared library holding fkrng) is loaded, before any of
-/// its threads reads: finds the vDSO function and asks it how to make states.
-#[used]
-#[unsafe(link_section = ".init_array")]
-static FIND_FUNCTION: extern "C" fn() = find_function;
+/// The vDSO's `getrandom`, looked up at the first call and remembered.
+fn function() -> Option<VGetrandom> {
+    let mut found = FUNCTION.load(Ordering::Acquire);
+    if found == UNKNOWN {
+        found = find_function().unwrap_or(NONE);
+        // Release: a thread that finds the function finds the parameters stored before.
+        FUNCTION.store(found, Ordering::Release);
+    }
+    if found == NONE {
+        return None;
+    }
+    // SAFETY: any other value was stored from the address of the vDSO's `vgetrandom`,
+    // whose ABI `VGetrandom` is (the `LINUX_2.6` version of the symbol).
+    Some(unsafe { core::mem::transmute::<usize, VGetrandom>(found) })
+}
 
-extern "C" fn find_function() {
-    // SAFETY: `dlopen` with RTLD_NOLOAD loads nothing: it returns glibc's handle of the
-    // vDSO image the kernel mapped, or NULL. `dlvsym` takes NUL-terminated names; a
-    // non-NULL result is the address of the kernel's `vgetrandom` with the signature of
-    // `VGetrandom` (the `LINUX_2.6` version of the symbol is that ABI). Called with a NULL
-    // buffer, length 0 and `opaque_len` of all ones, it only writes the parameters to
-    // `params` and returns 0; it makes no system call. The handle is closed again (the
-    // vDSO stays mapped for the process's lifetime, as does the function).
-    unsafe {
-        let vdso = libc::dlopen(
-            c"linux-vdso.so.1".as_ptr(),
-            libc::RTLD_NOLOAD | libc::RTLD_LAZY,
-        );
-        if vdso.is_null() {
-            return;
-        }
-        let symbol = libc::dlvsym(vdso, c"__vdso_getrandom".as_ptr(), c"LINUX_2.6".as_ptr());
-        libc::dlclose(vdso);
-        if symbol.is_null() {
-            return;
-        }
-        let function: VGetrandom = core::mem::transmute::<*mut c_void, VGetrandom>(symbol);
-        let mut params: Params = core::mem::zeroed();
-        let answered = function(
+/// Whether the vDSO offers `getrandom` to this process (looked up now if not yet).
+pub(crate) fn available() -> bool {
+    function().is_some()
+}
+
+/// Finds the function and asks it how states are made (stored for [`fill`]).
+fn find_function() -> Option<usize> {
+    // SAFETY: `getauxval` reads the auxiliary vector; AT_SYSINFO_EHDR is the address of
+    // the vDSO's ELF image, mapped readable by the kernel for the process's lifetime, or 0.
+    let image = unsafe { libc::getauxval(AT_SYSINFO_EHDR) } as usize;
+    if image == 0 {
+        return None;
+    }
+    // SAFETY: `image` is the vDSO's ELF image, as `lookup` requires.
+    let address = unsafe { lookup(image, b"__vdso_getrandom", b"LINUX_2.6") }?;
+    let mut params = Params {
+        size_of_opaque_state: 0,
+        mmap_prot: 0,
+        mmap_flags: 0,
+        reserved: [0; 13],
+    };
+    // SAFETY: `address` is the vDSO's `vgetrandom`. Called with a NULL buffer, length 0
+    // and `opaque_len` of all ones, it only writes the parameters to `params` and returns
+    // 0 (Linux 6.11 and later); it makes no system call.
+    let answered = unsafe {
+        core::mem::transmute::<usize, VGetrandom>(address)(
             core::ptr::null_mut(),
             0,
             0,
             (&mut params as *mut Params).cast(),
             usize::MAX,
-        );
-        let len = params.size_of_opaque_state as usize;
-        if answered != 0 || len == 0 || len > PAGE {
-            return;
-        }
-        STATE_LEN.store(len, Ordering::Relaxed);
-        STATES.store((PAGE / len).min(MAX_STATES) as u32, Ordering::Relaxed);
-        MAP_PROT.store(params.mmap_prot, Ordering::Relaxed);
-        MAP_FLAGS.store(params.mmap_flags, Ordering::Relaxed);
-        // Release: a thread that finds the function finds the parameters.
-        FUNCTION.store(symbol as usize, Ordering::Release);
+        )
+    };
+    let len = params.size_of_opaque_state as usize;
+    if answered != 0 || len == 0 || len > PAGE {
+        return None;
     }
+    STATE_LEN.store(len, Ordering::Relaxed);
+    STATES.store((PAGE / len).min(MAX_STATES) as u32, Ordering::Relaxed);
+    MAP_PROT.store(params.mmap_prot, Ordering::Relaxed);
+    MAP_FLAGS.store(params.mmap_flags, Ordering::Relaxed);
+    Some(address)
 }
 
-/// Whether the vDSO offers `getrandom` to this process.
-pub(crate) fn available() -> bool {
-    // The reference keeps the constructor in the link (an unreferenced object of a library
-    // may be left out with its `.init_array` entry).
-    core::hint::black_box(&FIND_FUNCTION);
-    FUNCTION.load(Ordering::Acquire) != 0
+/// `AT_SYSINFO_EHDR` (`linux/auxvec.h`): the vDSO image's address.
+const AT_SYSINFO_EHDR: libc::c_ulong = 33;
+
+/// The parts of the 64-bit ELF types (`elf.h`) read here.
+#[repr(C)]
+struct Header {
+    ident: [u8; 16],
+    kind: u16,
+    machine: u16,
+    version: u32,
+    entry: u64,
+    program_headers: u64,
+    section_headers: u64,
+    flags: u32,
+    header_size: u16,
+    program_header_size: u16,
+    program_header_count: u16,
+}
+
+#[repr(C)]
+struct ProgramHeader {
+    kind: u32,
+    flags: u32,
+    offset: u64,
+    vaddr: u64,
+    paddr: u64,
+    file_size: u64,
+    memory_size: u64,
+    align: u64,
+}
+
+#[repr(C)]
+struct Symbol {
+    name: u32,
+    info: u8,
+    other: u8,
+    section: u16,
+    value: u64,
+    size: u64,
+}
+
+#[repr(C)]
+struct VersionDefinition {
+    version: u16,
+    flags: u16,
+    index: u16,
+    count: u16,
+    hash: u32,
+    aux: u32,
+    next: u32,
+}
+
+const PT_LOAD: u32 = 1;
+const PT_DYNAMIC: u32 = 2;
+const DT_NULL: u64 = 0;
+const DT_HASH: u64 = 4;
+const DT_STRTAB: u64 = 5;
+const DT_SYMTAB: u64 = 6;
+const DT_VERSYM: u64 = 0x6fff_fff0;
+const DT_VERDEF: u64 = 0x6fff_fffc;
+const STT_FUNC: u8 = 2;
+const STB_GLOBAL: u8 = 1;
+
+/// The address of the defined global function `name` of version `version` in the ELF
+/// image at `image`, found through its `DT_HASH` table (which the kernel's vDSO images
+/// carry), or `None`.
+///
+/// # Safety
+/// `image` must be the address of a mapped, well-formed 64-bit ELF image of this machine,
+/// as the kernel maps the vDSO: every table its dynamic section names lies in the image.
+unsafe fn lookup(image: usize, name: &[u8], version: &[u8]) -> Option<usize> {
+    // SAFETY (every read below): the reads are of the image's own headers and tables, at
+    // the offsets and addresses its headers give, which the caller vouches for; each type
+    // read has the alignment the ELF format gives it (8 bytes for headers, symbols and
+    // dynamic entries, 4 for the hash table and version definitions, 2 for version
+    // indices); strings are NUL-terminated in the string table.
+    unsafe {
+        let header = &*(image as *const Header);
+        if header.ident[..5] != *b"\x7fELF\x02"
+            || usize::from(header.program_header_size) != size_of::<ProgramHeader>()
+        {
+            return None;
+        }
+        let headers = core::slice::from_raw_parts(
+            (image + header.program_headers as usize) as *const ProgramHeader,
+            usize::from(header.program_header_count),
+        );
+        // Link-time addresses become run-time ones by this offset.
+        let load = headers.iter().find(|h| h.kind == PT_LOAD)?;
+        let bias = image
+            .wrapping_add(load.offset as usize)
+            .wrapping_sub(load.vaddr as usize);
+        let dynamic = headers.iter().find(|h| h.kind == PT_DYNAMIC)?;
+        let mut entry = bias.wrapping_add(dynamic.vaddr as usize) as *const [u64; 2];
+        let (mut hash, mut strings, mut symbols, mut versions, mut definitions) = (0, 0, 0, 0, 0);
+        loop {
+            let [tag, value] = *entry;
+            let at = bias.wrapping_add(value as usize);
+            match tag {
+                DT_NULL => break,
+                DT_HASH => hash = at,
+                DT_STRTAB => strings = at,
+                DT_SYMTAB => symbols = at,
+                DT_VERSYM => versions = at,
+                DT_VERDEF => definitions = at,
+                _ => {}
+            }
+            entry = entry.add(1);
+        }
+        if hash == 0 || strings == 0 || symbols == 0 {
+            return None;
+        }
+        let text = |at: usize| core::ffi::CStr::from_ptr(at as *const core::ffi::c_char).to_bytes();
+        // DT_HASH holds nbucket, then nchain: the number of symbols.
+        let count = *(hash as *const u32).add(1) as usize;
+        for i in 0..count {
+            let symbol = &*(symbols as *const Symbol).add(i);
+            if symbol.section == 0
+                || symbol.info & 0xf != STT_FUNC
+                || symbol.info >> 4 != STB_GLOBAL
+                || text(strings + symbol.name as usize) != name
+            {
+                continue;
+            }
+            // Its version: the definition whose index the symbol's version entry names,
+            // whose first auxiliary entry (vda_name, vda_next) names the version.
+            if versions != 0 && definitions != 0 {
+                let wanted = *(versions as *const u16).add(i) & 0x7fff;
+                let mut at = definitions;
+                let named = loop {
+                    let definition = &*(at as *const VersionDefinition);
+                    if definition.index == wanted {
+                        let aux = at + definition.aux as usize;
+                        break text(strings + *(aux as *const u32) as usize) == version;
+                    }
+                    if definition.next == 0 {
+                        break false;
+                    }
+                    at += definition.next as usize;
+                };
+                if !named {
+                    continue;
+                }
+            }
+            return Some(bias.wrapping_add(symbol.value as usize));
+        }
+        None
+    }
 }
 
 /// Fills `dest` from the vDSO: `None` where it has no `getrandom`, the state page cannot
 /// be mapped, or every state is leased (the caller makes the system call instead). The
 /// errors are the system call's (the vDSO makes it itself when it must): `EINTR` retries.
 pub(super) fn fill(dest: &mut [u8]) -> Option<Result<(), Error>> {
-    if !available() {
-        return None;
-    }
-    // SAFETY: a non-zero `FUNCTION` was stored from a `VGetrandom` by `find_function`.
-    let function =
-        unsafe { core::mem::transmute::<usize, VGetrandom>(FUNCTION.load(Ordering::Acquire)) };
+    let function = function()?;
     let len = STATE_LEN.load(Ordering::Relaxed);
     let filled = leased(|state| {
         super::linux::fill_exact(dest, |chunk| {

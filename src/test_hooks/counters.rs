@@ -25,7 +25,7 @@ static ALT_STACK_FRAMES_WIPED: AtomicU64 = AtomicU64::new(0);
 static ALT_STACK_QUERIES: AtomicU64 = AtomicU64::new(0);
 
 #[cfg_attr(
-    not(all(target_os = "linux", target_arch = "x86_64", target_env = "gnu")),
+    not(all(target_os = "linux", target_arch = "x86_64")),
     allow(dead_code)
 )]
 pub(crate) fn count_vdso_fill() {
@@ -132,8 +132,8 @@ pub fn chunks_published() -> u64 {
     CHUNKS_PUBLISHED.load(Relaxed)
 }
 
-/// Requests the vDSO's `getrandom` filled (new threads' first seeds on x86-64 Linux with
-/// glibc and Linux 6.11 or later; always 0 elsewhere).
+/// Requests the vDSO's `getrandom` filled (new threads' first seeds on x86-64 with Linux
+/// 6.11 or later; always 0 elsewhere).
 pub fn vdso_fills() -> u64 {
     VDSO_FILLS.load(Relaxed)
 }

@@ -10,20 +10,10 @@ pub fn fill_as_new_thread(dest: &mut [u8]) -> Result<(), crate::Error> {
     crate::entropy::fill_new_thread(dest)
 }
 
-/// Whether the vDSO's `getrandom` was found (x86-64 Linux 6.11 and later, glibc).
+/// Whether the vDSO's `getrandom` was found (x86-64 Linux 6.11 and later).
 pub fn vdso_getrandom_found() -> bool {
-    #[cfg(all(
-        target_os = "linux",
-        target_arch = "x86_64",
-        target_env = "gnu",
-        not(miri)
-    ))]
+    #[cfg(all(target_os = "linux", target_arch = "x86_64", not(miri)))]
     return crate::entropy::vdso::available();
-    #[cfg(not(all(
-        target_os = "linux",
-        target_arch = "x86_64",
-        target_env = "gnu",
-        not(miri)
-    )))]
+    #[cfg(not(all(target_os = "linux", target_arch = "x86_64", not(miri))))]
     return false;
 }

@@ -88,7 +88,7 @@ fn one_off_read_leaves_no_key_behind() {
     scenarios::one_off_read();
 }
 
-/// A new thread's seed from the vDSO's `getrandom` (x86-64 Linux 6.11 and later, glibc):
+/// A new thread's seed from the vDSO's `getrandom` (x86-64 Linux 6.11 and later):
 /// once the thread has wiped its copy and exited, no 8-byte piece of the seed is left in
 /// writable memory: not in the vDSO's frames on the exited thread's stack (which glibc
 /// keeps for reuse), not in the vDSO's state page. Where the vDSO has no `getrandom` the
