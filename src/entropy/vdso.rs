@@ -90,6 +90,7 @@ fn function() -> Option<VGetrandom> {
 }
 
 /// Whether the vDSO offers `getrandom` to this process (looked up now if not yet).
+#[cfg(any(test, feature = "test-hooks"))]
 pub(crate) fn available() -> bool {
     function().is_some()
 }
