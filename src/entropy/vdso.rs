@@ -68,9 +68,10 @@ static MAP_FAILED: AtomicBool = AtomicBool::new(false);
 static CLAIMS: AtomicU32 = AtomicU32::new(0);
 
 std::thread_local! {
-    /// The state this thread's call under way has leased, plus 1 (0: none), for the fork
-    /// child handler, which keeps that claim alone. No destructor: usable in teardown.
-    static LEASED: Cell<u32> = const { Cell::new(0) };
+    /// Leases under way on this thread, from just before the claim to just after its
+    /// release (more than 1 when a signal handler's seed interrupted one), for the fork
+    /// child handler. No destructor: usable in teardown.
+    static LEASES: Cell<u32> = const { Cell::new(0) };
 }
 
 /// The vDSO's `getrandom`, looked up at the first call and remembered.
@@ -314,15 +315,20 @@ pub(super) fn fill(dest: &mut [u8]) -> Option<Result<(), Error>> {
 /// `None` when the page cannot be mapped or every state is leased.
 fn leased<R>(f: impl FnOnce(*mut c_void) -> R) -> Option<R> {
     let page = state_page()?;
-    let index = claim()?;
-    let outer = LEASED.with(|l| l.replace(index + 1));
-    // SAFETY: state `index` lies inside the mapped page (`index < STATES`, and STATES
-    // states of `STATE_LEN` bytes fit in the page), so it does not cross a page boundary.
-    let state = unsafe { page.add(index as usize * STATE_LEN.load(Ordering::Relaxed)) };
-    let result = f(state.cast());
-    LEASED.with(|l| l.set(outer));
-    CLAIMS.fetch_and(!(1 << index), Ordering::Release);
-    Some(result)
+    // Counted before the claim and until after the release: a fork from a signal handler
+    // anywhere in between leaves every claim in place in the child.
+    LEASES.with(|l| l.set(l.get() + 1));
+    let result = claim().map(|index| {
+        // SAFETY: state `index` lies inside the mapped page (`index < STATES`, and STATES
+        // states of `STATE_LEN` bytes fit in the page), so it does not cross a page
+        // boundary.
+        let state = unsafe { page.add(index as usize * STATE_LEN.load(Ordering::Relaxed)) };
+        let result = f(state.cast());
+        CLAIMS.fetch_and(!(1 << index), Ordering::Release);
+        result
+    });
+    LEASES.with(|l| l.set(l.get() - 1));
+    result
 }
 
 /// The state page, mapped at the first call (losers of a race unmap theirs).
@@ -393,16 +399,16 @@ fn claim() -> Option<u32> {
     }
 }
 
-/// In a forked child (the child handler): every claim cleared but the one of the forking
-/// thread's call under way, if a fork from a signal handler interrupted one. The page
-/// itself was wiped by the kernel, so every state takes a new key at its next use.
-/// Async-signal-safe: a thread-local read and an atomic store.
+/// In a forked child (the child handler): the claims of the parent's other threads are
+/// cleared, since those threads do not exist here; the page itself was wiped by the kernel,
+/// so every state takes a new key at its next use. When the fork interrupted a lease of the
+/// forking thread's own (a fork from a signal handler), which claim is that lease's is not
+/// known, and every claim is left in place: those states go unused in this child, never
+/// shared. Async-signal-safe: a thread-local read and an atomic store.
 pub(crate) fn reset_after_fork() {
-    let keep = LEASED.try_with(Cell::get).unwrap_or(0);
-    CLAIMS.store(
-        if keep == 0 { 0 } else { 1 << (keep - 1) },
-        Ordering::Relaxed,
-    );
+    if LEASES.try_with(Cell::get).unwrap_or(1) == 0 {
+        CLAIMS.store(0, Ordering::Relaxed);
+    }
 }
 
 #[cfg(test)]
@@ -434,10 +440,10 @@ mod tests {
         assert!(big.chunks(32).all(|c| c != [0; 32]));
     }
 
-    /// Claims of the parent's other threads are cleared in a forked child; the forking
-    /// thread's own lease (a fork from a signal handler that interrupted a call) is kept.
+    /// Claims of the parent's other threads are cleared in a forked child; when the fork
+    /// interrupts a lease of the forking thread's own, every claim stays.
     #[test]
-    fn a_forked_child_keeps_only_the_forking_threads_lease() {
+    fn a_forked_child_clears_other_threads_claims_unless_it_forked_during_a_lease() {
         if !available() {
             println!("vdso: no vDSO getrandom here; skipped");
             return;
@@ -446,49 +452,47 @@ mod tests {
         crate::fill(&mut [0u8; 16]);
         let (held, release) = (std::sync::Barrier::new(2), std::sync::Barrier::new(2));
         let claims_in_child = || {
-            child::run(How::Fork, |pipe| {
+            let bytes = child::run(How::Fork, |pipe| {
                 pipe.send(&CLAIMS.load(Ordering::Relaxed).to_le_bytes());
                 0
             })
-            .expect_success("forked child")
+            .expect_success("forked child");
+            u32::from_le_bytes(bytes.try_into().expect("4 bytes"))
         };
         std::thread::scope(|s| {
-            s.spawn(|| {
-                leased(|_| {
+            let other = s.spawn(|| {
+                let mut index = 0;
+                leased(|state| {
+                    index = (state as usize - STATE_PAGE.load(Ordering::Relaxed) as usize)
+                        / STATE_LEN.load(Ordering::Relaxed);
                     held.wait();
                     release.wait();
                 })
                 .expect("a state");
+                index
             });
             held.wait();
             // Checked once the other thread is released: a failure must not leave it
             // waiting (the scope would wait for it forever).
             let outcome = std::panic::catch_unwind(|| {
-                assert_ne!(
-                    CLAIMS.load(Ordering::Relaxed),
-                    0,
-                    "the other thread's lease"
-                );
-                let other = claims_in_child();
-                let (own, kept) = leased(|_| {
-                    let own = 1u32 << (LEASED.with(Cell::get) - 1);
+                let cleared = claims_in_child();
+                let (own, kept) = leased(|state| {
+                    let own = (state as usize - STATE_PAGE.load(Ordering::Relaxed) as usize)
+                        / STATE_LEN.load(Ordering::Relaxed);
                     (own, claims_in_child())
                 })
                 .expect("a state");
-                (other, own, kept)
+                (cleared, own, kept)
             });
             release.wait();
-            let (other, own, kept) = outcome.unwrap_or_else(|e| std::panic::resume_unwind(e));
+            let other = other.join().expect("the other thread");
+            let (cleared, own, kept) = outcome.unwrap_or_else(|e| std::panic::resume_unwind(e));
             assert_eq!(
-                other,
-                0u32.to_le_bytes(),
-                "claims in a child of a fork while another thread held a state"
+                cleared, 0,
+                "claims in a child forked while another thread held a state"
             );
-            assert_eq!(
-                kept,
-                own.to_le_bytes(),
-                "claims in a child of a fork during a lease"
-            );
+            let both = (1u32 << other) | (1 << own);
+            assert_eq!(kept & both, both, "claims in a child forked during a lease");
         });
     }
 }
