@@ -108,7 +108,8 @@ extern "C" fn atfork_child() {
     FORKS_UNDER_WAY.store(0, Ordering::Relaxed);
     // The parent's other threads do not exist here: their state slots become free.
     crate::thread::reset_pool_after_fork();
-    // The vDSO's states, wiped by the kernel: every claim but this thread's call's.
+    // The vDSO's states, wiped by the kernel: their claims are cleared unless this
+    // thread forked during a lease of its own.
     #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
     crate::entropy::vdso::reset_after_fork();
 }

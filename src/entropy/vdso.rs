@@ -440,6 +440,12 @@ mod tests {
         assert!(big.chunks(32).all(|c| c != [0; 32]));
     }
 
+    /// The index of a state leased by [`leased`].
+    fn index_of(state: *mut c_void) -> usize {
+        (state as usize - STATE_PAGE.load(Ordering::Relaxed) as usize)
+            / STATE_LEN.load(Ordering::Relaxed)
+    }
+
     /// Claims of the parent's other threads are cleared in a forked child; when the fork
     /// interrupts a lease of the forking thread's own, every claim stays.
     #[test]
@@ -463,8 +469,7 @@ mod tests {
             let other = s.spawn(|| {
                 let mut index = 0;
                 leased(|state| {
-                    index = (state as usize - STATE_PAGE.load(Ordering::Relaxed) as usize)
-                        / STATE_LEN.load(Ordering::Relaxed);
+                    index = index_of(state);
                     held.wait();
                     release.wait();
                 })
@@ -477,8 +482,7 @@ mod tests {
             let outcome = std::panic::catch_unwind(|| {
                 let cleared = claims_in_child();
                 let (own, kept) = leased(|state| {
-                    let own = (state as usize - STATE_PAGE.load(Ordering::Relaxed) as usize)
-                        / STATE_LEN.load(Ordering::Relaxed);
+                    let own = index_of(state);
                     (own, claims_in_child())
                 })
                 .expect("a state");
