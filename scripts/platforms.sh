@@ -31,7 +31,9 @@
 # (FKRNG_EXPECT_FORK_PROTECTION) the AtforkEpoch protection and the tests that depend on it
 # print what they skip; native runs expect WipeOnFork. Emulated property tests run
 # PROPTEST_CASES=32 (native runs keep their default); each emulated target and each pin has
-# its own CARGO_TARGET_DIR under target/. Each section prints its wall time.
+# its own CARGO_TARGET_DIR under target/. Each section prints its wall time. Under
+# FKRNG_CI_PRUNE=1 (set by .ci/run, on machines with little disk) each section's target
+# directories are removed once the section is done; its logs stay.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -106,6 +108,14 @@ record() {
   echo "$line"
 }
 
+# done_with DIR...: under FKRNG_CI_PRUNE=1, removes target directories no later section
+# uses, and prints the disk left.
+done_with() {
+  [[ ${FKRNG_CI_PRUNE:-} == 1 ]] || return 0
+  rm -rf "$@"
+  echo "-- disk: removed $*; $(df -h --output=avail . | tail -n 1 | tr -d ' ') free"
+}
+
 host=x86_64-unknown-linux-gnu
 
 # ---- one run per keystream path (native x86-64) -----------------------------------------
@@ -127,6 +137,7 @@ if want pinned; then
       RUSTFLAGS="--cfg chacha20_avx512 --cfg fkrng_keystream=\"$path\"" \
       cargo test --release --features test-hooks --lib --test kat --test residue
     record "$host" pinned "$path" "$binaries" "$tests" none
+    done_with "target/pin-$path"
   done
   echo "-- section pinned: $((SECONDS - started)) s"
 fi
@@ -182,6 +193,7 @@ if want emulated; then
       "${cargo_std[@]}" test --target "$target" --release --workspace --all-features --no-fail-fast \
       -- --show-output
     record "$target" emulated portable "$binaries" "$tests" "wipe-on-fork-claims"
+    done_with "target/emu-$arch"
   done
   echo "-- section emulated: $((SECONDS - started)) s"
 fi
@@ -199,6 +211,7 @@ if want musl; then
     CC_x86_64_unknown_linux_musl=musl-gcc \
     "${cargo_std[@]}" test --target "$target" --release --workspace --all-features --no-fail-fast
   record "$target" native detected "$binaries" "$tests" none
+  done_with target/musl
   echo "-- section musl: $((SECONDS - started)) s"
 fi
 
@@ -219,6 +232,7 @@ if want wasm; then
     "${cargo_std[@]}" build --release --target "$target" --manifest-path "$manifest"
   node .ci/wasm_smoke/wasm-smoke.mjs target/wasm-custom/$target/release/fkrng_wasm_smoke.wasm
   record "$target" node portable 1 6 "wasm-bindgen-glue"
+  done_with target/wasm target/wasm-custom
   echo "-- section wasm: $((SECONDS - started)) s"
 fi
 
@@ -245,6 +259,7 @@ if want compiled; then
     "${cargo_std[@]}" check --target "$target" -p fkrng --lib \
     --no-default-features --features rand_core_0_6,rand_core_0_9
   record "$target" compiled - 0 0 "all-tests(not-runnable-here)"
+  done_with target/cross-check
   echo "-- section compiled: $((SECONDS - started)) s"
 fi
 
