@@ -6,7 +6,7 @@
 //!   mapping; a zeroed heap allocation elsewhere), mapped when no chunk has a free slot and
 //!   never unmapped. Slots are a whole number of cache lines, packed into each page (or
 //!   4096-byte unit on the heap) from its start and never straddling a page: three
-//!   1216-byte states to a 4 KiB page, 192 to a chunk. A chunk is published by a
+//!   1152-byte states to a 4 KiB page, 192 to a chunk. A chunk is published by a
 //!   compare-and-swap into the first empty entry of a fixed directory of [`MAX_CHUNKS`];
 //!   entries only ever go from empty to published, so the published chunks are the entries
 //!   before the first empty one.
@@ -42,7 +42,7 @@ pub(crate) const CHUNK_LEN: usize = if cfg!(all(
     64 << 10
 };
 
-/// Chunks a pool holds at most: 1024 (196,608 states of 1216 bytes with 4 KiB pages).
+/// Chunks a pool holds at most: 1024 (196,608 thread states with 4 KiB pages).
 pub(crate) const MAX_CHUNKS: usize = 1024;
 
 /// Slots per chunk at most, the bits of a chunk's claim words: 256.
@@ -316,7 +316,7 @@ impl<T> Lease<T> {
     }
 
     /// Bytes of chunk memory per slot: a page (or 4096-byte unit) divided by the slots it
-    /// holds (1365 for 1216-byte states in 4 KiB pages), for the memory figures.
+    /// holds (1365 for 1152-byte states in 4 KiB pages), for the memory figures.
     #[cfg(any(test, feature = "test-hooks"))]
     pub(crate) fn share(&self) -> usize {
         let g = StatePool::<T>::geometry();
@@ -338,7 +338,8 @@ impl<T> Drop for Lease<T> {
 mod tests {
     use super::*;
 
-    /// A stand-in for a thread state: 1216 bytes, 64-byte aligned, valid when all-zero.
+    /// A stand-in for a thread state: 1216 bytes (19 cache lines), 64-byte aligned, valid when
+    /// all-zero.
     #[repr(C, align(64))]
     struct State([u8; 1216]);
 

@@ -6,13 +6,13 @@
 use crate::fork;
 use crate::generator::KEY_LEN;
 use crate::memory::{Advice, Lease};
-use crate::thread::{STATE, Slot, ThreadState, set_up};
+use crate::thread::{Slot, ThreadState, set_up, slot};
 use core::ptr;
 
 /// Sets up the calling thread's state, before its first read, in pages without
 /// wipe-on-fork ([`Advice::DontDumpOnly`]), so that only the atfork epoch protects it.
 pub(crate) fn set_up_without_wipe_on_fork() {
-    assert!(STATE.get().is_null(), "the thread has read before");
+    assert!(slot().is_null(), "the thread has read before");
     let p = set_up(fork::register_atfork, Advice::DontDumpOnly);
     assert!(matches!(p, Ok(Some(_))), "set-up failed");
 }
@@ -29,7 +29,7 @@ pub(crate) fn set_up_without_wipe_on_fork() {
     )
 ))]
 pub(crate) fn unreseeded_continuation() -> Option<(Vec<u8>, [u8; KEY_LEN], u64)> {
-    let p = STATE.get();
+    let p = slot();
     if p.is_null() || p == crate::thread::UNAVAILABLE {
         return None;
     }

@@ -7,13 +7,14 @@ use crate::thread::{OWNER, STATE, Slot};
 /// The memory of the calling thread's generator, in bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StateMemory {
-    /// The state itself: key, buffer, counters and the re-entrancy flag.
+    /// The state itself: key, buffer and counters.
     pub state: usize,
     /// The pool memory it takes: its share of a page of the state pool (a 4 KiB page holds
     /// three states; the page's tail beyond them is unused), or of a 4096-byte unit of a
     /// heap chunk elsewhere.
     pub storage: usize,
-    /// The two thread-local values (the state pointer and the storage's owner), present in
+    /// The two thread-local values (the state pointer with the re-entrancy flag, and the
+    /// storage's owner), present in
     /// every thread of a program that links the library, whether or not it reads; the
     /// standard library's destructor registration flag for the owner is not counted.
     pub thread_locals: usize,
@@ -36,7 +37,7 @@ pub fn state_memory() -> Option<StateMemory> {
     })
 }
 
-/// The address range of the calling thread's state slot in the state pool (1216 bytes);
+/// The address range of the calling thread's state slot in the state pool (1152 bytes);
 /// `None` before its first read and after its exit.
 pub fn state_range() -> Option<(usize, usize)> {
     OWNER
@@ -54,12 +55,10 @@ pub fn state_range() -> Option<(usize, usize)> {
 /// `siglongjmp` abandoned: the thread's later reads take the one-off path. Returns the
 /// slot's address; `None` before the thread's first read and after its exit.
 pub fn abandon_read() -> Option<usize> {
-    let p = STATE.get();
+    let p = crate::thread::slot();
     if p.is_null() || p == crate::thread::UNAVAILABLE {
         return None;
     }
-    // SAFETY: a non-null slot other than UNAVAILABLE is this thread's live slot (as in
-    // `thread::try_fill`); the flag is an atomic, and no read is under way on this thread.
-    unsafe { (*p).busy.store(true, core::sync::atomic::Ordering::Relaxed) };
+    crate::thread::abandon_read_in_progress();
     Some(p as usize)
 }

@@ -2,7 +2,8 @@
 //! the OS, reseeded periodically, after `fork` and on demand, and served without a system
 //! call, a lock, an atomic read-modify-write or a heap allocation on the small-read path.
 //!
-//! The thread-local slot holds only a pointer ([`STATE`]); the state itself lives in a slot
+//! The thread-local slot holds a pointer and the re-entrancy flag ([`STATE`]); the state
+//! itself lives in a slot
 //! leased from the state pool [`STATES`] ([`crate::memory::StatePool`]: many states to a
 //! chunk, wipe-on-fork and do-not-dump on Linux). A second thread-local ([`OWNER`]) holds
 //! the lease and, when the thread exits, marks the thread's slot torn down (so that reads
@@ -23,7 +24,7 @@ use crate::fork;
 use crate::memory::{Advice, Lease, StatePool};
 use core::cell::Cell;
 use core::ptr;
-use core::sync::atomic::{Ordering, compiler_fence};
+use core::sync::atomic::{AtomicBool, Ordering, compiler_fence};
 pub(crate) use one_off::OneOff;
 use one_off::one_off_fill;
 use schedule::Monotonic;
@@ -56,7 +57,7 @@ pub(crate) struct Owner(pub(crate) Cell<Option<Lease<Slot>>>);
 impl Drop for Owner {
     fn drop(&mut self) {
         if let Some(lease) = self.0.take() {
-            STATE.set(UNAVAILABLE);
+            set_slot(UNAVAILABLE);
             // A signal handler that runs from here on must find the slot released, not a
             // half-wiped state: keep the compiler from moving the store past the wipe.
             compiler_fence(Ordering::SeqCst);
@@ -87,7 +88,7 @@ impl Drop for Owner {
 /// unused in the child, never shared). Async-signal-safe: atomic loads and stores.
 #[cfg_attr(any(not(unix), miri), allow(dead_code))] // no fork handler there
 pub(crate) fn reset_pool_after_fork() {
-    let Ok(p) = STATE.try_with(Cell::get) else {
+    let Ok(p) = STATE.try_with(|t| t.slot.get()) else {
         return;
     };
     if p == UNAVAILABLE {
@@ -99,10 +100,47 @@ pub(crate) fn reset_pool_after_fork() {
     STATES_WITHOUT_WIPE_ON_FORK.reset_after_fork(keep);
 }
 
+/// What a thread keeps in its thread-local memory: the pointer to its slot and the
+/// re-entrancy flag, one thread-local so that the fast path reaches both from one address.
+pub(crate) struct ThreadSlot {
+    /// This thread's slot: null before the first read, [`UNAVAILABLE`] after thread exit.
+    slot: Cell<*mut Slot>,
+    /// Set while a read runs on this thread ([`enter`]).
+    ///
+    /// Kept here, not in the wipe-on-fork slot: `fork` and a raw `clone` copy thread-local
+    /// memory as it is, so a child made by a signal handler that interrupted a read finds
+    /// the flag still set. Its reads from that handler then take the one-off path instead
+    /// of reseeding the wiped state under the interrupted read, and the interrupted read,
+    /// resumed, finds its state's epoch wiped and serves its request again. (In the slot,
+    /// the flag was wiped with it: the handler's read reseeded the state and stamped it
+    /// current, and the resumed read returned zeros or the parent's bytes.)
+    busy: AtomicBool,
+}
+
 std::thread_local! {
-    /// This thread's state: null before the first read, [`UNAVAILABLE`] after thread exit.
-    pub(crate) static STATE: Cell<*mut Slot> = const { Cell::new(ptr::null_mut()) };
+    /// This thread's slot pointer and re-entrancy flag.
+    pub(crate) static STATE: ThreadSlot = const {
+        ThreadSlot { slot: Cell::new(ptr::null_mut()), busy: AtomicBool::new(false) }
+    };
     pub(crate) static OWNER: Owner = const { Owner(Cell::new(None)) };
+}
+
+/// This thread's slot: null before the first read, [`UNAVAILABLE`] after thread exit.
+#[inline(always)]
+pub(crate) fn slot() -> *mut Slot {
+    STATE.with(|t| t.slot.get())
+}
+
+#[inline(always)]
+fn set_slot(p: *mut Slot) {
+    STATE.with(|t| t.slot.set(p));
+}
+
+/// Marks a read under way on this thread and leaves it so, as a read does that a signal
+/// handler's `siglongjmp` abandoned (test hooks).
+#[cfg(any(test, feature = "test-hooks"))]
+pub(crate) fn abandon_read_in_progress() {
+    STATE.with(|t| t.busy.store(true, Ordering::Relaxed));
 }
 
 /// Fills `dest` from the calling thread's generator.
@@ -114,7 +152,7 @@ std::thread_local! {
 /// registers.)
 #[inline(always)]
 pub(crate) fn try_fill(dest: &mut [u8]) -> Result<(), Error> {
-    let p = STATE.get();
+    let p = slot();
     if p.is_null() || p == UNAVAILABLE {
         return fill_without_state(p, dest);
     }
@@ -133,7 +171,7 @@ pub(crate) fn try_fill(dest: &mut [u8]) -> Result<(), Error> {
 /// and `array`: the bytes come back in registers, not through a pointer.
 #[inline(always)]
 pub(crate) fn take<const N: usize>() -> Option<[u8; N]> {
-    let p = STATE.get();
+    let p = slot();
     if p.is_null() || p == UNAVAILABLE {
         return None;
     }
@@ -149,8 +187,8 @@ pub(crate) fn take<const N: usize>() -> Option<[u8; N]> {
 /// this thread and its signal handlers ever use the slot, and a handler runs to completion
 /// between two instructions of the code it interrupts, so program order on this thread is
 /// all that matters: the compiler fences keep the state's accesses between the two stores,
-/// and the flag is an atomic reached through the raw pointer, disjoint from the `&mut` that
-/// `f` gets. The check and the set are not one atomic step, and need not be: a handler that
+/// and the flag is a thread-local atomic ([`ThreadSlot::busy`]), outside the slot whose
+/// state `f` gets as `&mut`. The check and the set are not one atomic step, and need not be: a handler that
 /// runs between them finds the flag clear, runs a whole read of its own and clears the flag
 /// again before this read touches anything.
 ///
@@ -158,25 +196,28 @@ pub(crate) fn take<const N: usize>() -> Option<[u8; N]> {
 /// `slot` points to this thread's live slot.
 #[inline(always)]
 pub(crate) unsafe fn enter<R>(slot: *mut Slot, f: impl FnOnce(&mut ThreadState) -> R) -> Option<R> {
-    // SAFETY: the caller guarantees `slot` is live; `busy` and `state` are distinct fields,
-    // and no other reference to `state` exists while the flag is set (see above).
-    unsafe {
-        let busy = &(*slot).busy;
-        if busy.load(Ordering::Relaxed) {
-            return None;
-        }
-        busy.store(true, Ordering::Relaxed);
-        compiler_fence(Ordering::SeqCst);
-        let result = f(&mut (*slot).state);
-        compiler_fence(Ordering::SeqCst);
-        busy.store(false, Ordering::Relaxed);
-        Some(result)
+    // (The flag's address is taken out of `with`, so that the read itself is not a closure
+    // that the compiler may keep out of line.)
+    let busy = STATE.with(|t| &raw const t.busy);
+    // SAFETY: a thread-local without a destructor stays valid for its thread's whole life,
+    // which this call is part of.
+    let busy = unsafe { &*busy };
+    if busy.load(Ordering::Relaxed) {
+        return None;
     }
+    busy.store(true, Ordering::Relaxed);
+    compiler_fence(Ordering::SeqCst);
+    // SAFETY: the caller guarantees `slot` is live; no other reference to its state exists
+    // while the flag is set (see above).
+    let result = f(unsafe { &mut (*slot).state });
+    compiler_fence(Ordering::SeqCst);
+    busy.store(false, Ordering::Relaxed);
+    Some(result)
 }
 
 /// Reseeds the calling thread's generator now.
 pub(crate) fn reseed() -> Result<(), Error> {
-    let mut p = STATE.get();
+    let mut p = slot();
     if p.is_null() {
         p = match set_up(fork::register_atfork, Advice::WipeOnFork)? {
             Some(p) => p,
@@ -215,13 +256,13 @@ pub(crate) fn set_up(
     advice: Advice,
 ) -> Result<Option<*mut Slot>, Error> {
     // A signal handler that runs while this is under way takes the OS path.
-    STATE.set(UNAVAILABLE);
+    set_slot(UNAVAILABLE);
     if let Err(e) = register() {
-        STATE.set(ptr::null_mut());
+        set_slot(ptr::null_mut());
         return Err(e);
     }
     let Some(lease) = pool(advice).lease() else {
-        STATE.set(ptr::null_mut());
+        set_slot(ptr::null_mut());
         return Ok(None);
     };
     #[cfg(any(test, feature = "test-hooks"))]
@@ -232,6 +273,6 @@ pub(crate) fn set_up(
     if OWNER.try_with(|owner| owner.0.set(Some(lease))).is_err() {
         return Ok(None);
     }
-    STATE.set(p);
+    set_slot(p);
     Ok(Some(p))
 }

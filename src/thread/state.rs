@@ -9,7 +9,7 @@ use crate::entropy::{Entropy, Os};
 use crate::fork;
 use crate::generator::{FkeState, KEY_LEN};
 use crate::snapshot;
-use core::sync::atomic::{AtomicBool, Ordering, compiler_fence};
+use core::sync::atomic::{Ordering, compiler_fence};
 use zeroize::Zeroize;
 
 /// One thread's generator. Valid when all-zero (empty and unseeded).
@@ -19,13 +19,10 @@ pub(crate) struct ThreadState {
     pub(crate) life: Lifecycle,
 }
 
-/// What a thread's state pages hold: the generator and its re-entrancy flag, which is kept
-/// outside the generator so that checking it never reads memory that a `&mut ThreadState`
-/// covers. Valid when all-zero.
+/// What a thread's slot in the state pool holds: its generator. (The re-entrancy flag is
+/// thread-local, [`super::ThreadSlot`].) Valid when all-zero.
 #[repr(C)]
 pub(crate) struct Slot {
-    /// Set while a read runs on this thread (see [`super::enter`]).
-    pub(crate) busy: AtomicBool,
     pub(crate) state: ThreadState,
 }
 

@@ -176,7 +176,7 @@ fn thread_exit_wipes_state_before_release() {
     let addr = std::thread::spawn(|| {
         let mut b = [0u8; 123];
         crate::fill(&mut b);
-        STATE.get() as usize
+        slot() as usize
     })
     .join()
     .unwrap();
@@ -590,7 +590,7 @@ fn no_state_is_set_up_without_fork_handlers() {
             Advice::WipeOnFork,
         );
         assert_eq!(failed, Err(Error::fork_handler(libc::ENOMEM)));
-        assert!(STATE.get().is_null(), "the slot is left for a later try");
+        assert!(slot().is_null(), "the slot is left for a later try");
         assert!(OWNER.with(|o| {
             let pages = o.0.take();
             let none = pages.is_none();
@@ -599,7 +599,7 @@ fn no_state_is_set_up_without_fork_handlers() {
         }));
         let mut out = [0u8; 16];
         try_fill(&mut out).unwrap();
-        assert!(!STATE.get().is_null() && STATE.get() != UNAVAILABLE);
+        assert!(!slot().is_null() && slot() != UNAVAILABLE);
     })
     .join()
     .unwrap();
@@ -611,7 +611,7 @@ fn no_state_is_set_up_without_fork_handlers() {
 fn public_reseed_changes_the_stream() {
     std::thread::spawn(|| {
         crate::fill(&mut [0u8; 16]);
-        let p = STATE.get();
+        let p = slot();
         // SAFETY: this thread's live slot (it made a read above).
         let (rest_of_buffer, key) =
             unsafe { enter(p, |st| (st.fke.buffer()[16..].to_vec(), *st.fke.key())) }
@@ -632,11 +632,11 @@ fn public_reseed_changes_the_stream() {
 }
 
 #[test]
-fn slot_is_pointer_sized() {
+fn thread_slot_is_a_pointer_and_a_flag() {
     assert_eq!(
-        size_of::<Cell<*mut Slot>>(),
-        size_of::<usize>(),
-        "the thread-local slot holds only a pointer"
+        size_of::<super::ThreadSlot>(),
+        2 * size_of::<usize>(),
+        "the thread-local slot holds a pointer and the busy flag"
     );
 }
 
@@ -646,19 +646,19 @@ fn a_thread_state_takes_a_third_of_a_page_and_two_thread_locals() {
         assert_eq!(state_memory(), None, "no storage before the first read");
         crate::fill(&mut [0u8; 16]);
         let m = state_memory().expect("storage after a read");
-        assert_eq!(m.state, 1216, "{m:?}");
+        assert_eq!(m.state, 1152, "{m:?}");
         #[cfg(all(any(target_os = "linux", target_os = "android"), not(miri)))]
         let unit = crate::memory::page_size();
         #[cfg(any(not(any(target_os = "linux", target_os = "android")), miri))]
         let unit = 4096;
         assert_eq!(
             m.storage,
-            unit / (unit / 1216),
+            unit / (unit / 1152),
             "a page's share per state: {m:?}"
         );
-        // The slot pointer and the owner's lease (the slot's address, its pool, and its
-        // chunk and index as two 32-bit numbers).
-        assert_eq!(m.thread_locals, 4 * size_of::<usize>(), "{m:?}");
+        // The slot pointer and the busy flag (padded to a word), and the owner's lease (the
+        // slot's address, its pool, and its chunk and index as two 32-bit numbers).
+        assert_eq!(m.thread_locals, 5 * size_of::<usize>(), "{m:?}");
     })
     .join()
     .unwrap();
@@ -679,7 +679,7 @@ fn empty_read_needs_no_seed_and_sets_up_nothing() {
     // A thread whose only read is empty maps no state.
     let slot_null = std::thread::spawn(|| {
         try_fill(&mut []).unwrap();
-        STATE.get().is_null()
+        slot().is_null()
     })
     .join()
     .unwrap();
@@ -689,7 +689,7 @@ fn empty_read_needs_no_seed_and_sets_up_nothing() {
 /// What the thread's generator holds: its key, its 992-byte buffer and the count of
 /// unserved bytes.
 fn generator_now() -> ([u8; KEY_LEN], Vec<u8>, usize) {
-    let p = STATE.get();
+    let p = slot();
     // SAFETY: this thread's live slot (the caller made a read first).
     unsafe {
         enter(p, |st| {
@@ -824,14 +824,14 @@ fn census() -> Option<[u8; 32]> {
 /// is 1 when none of them leased the forking thread's slot, `out[2]` the chunks published.
 #[cfg(all(target_os = "linux", feature = "test-hooks"))]
 fn census_and_spawn() -> Option<[u8; 32]> {
-    let forking = STATE.get() as usize;
+    let forking = slot() as usize;
     let (_, claimed) = STATES.census();
     let chunks = crate::test_hooks::counters::chunks_published();
     let slots: Vec<usize> = (0..HOLDERS)
         .map(|_| {
             std::thread::spawn(|| {
                 crate::fill(&mut [0u8; 16]);
-                STATE.get() as usize
+                slot() as usize
             })
             .join()
             .unwrap()
@@ -851,6 +851,13 @@ static FORK_HOW: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(
 /// What the handler's fork returned: the child's id in the parent, 0 in the child.
 #[cfg(all(target_os = "linux", feature = "test-hooks"))]
 static FORKED: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(-1);
+/// Whether the handler, in the child, reads 16 bytes itself before returning to the
+/// interrupted read.
+#[cfg(all(target_os = "linux", feature = "test-hooks"))]
+static READ_IN_CHILD: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// What that read in the child returned.
+#[cfg(all(target_os = "linux", feature = "test-hooks"))]
+static CHILD_HANDLER_READ: std::sync::Mutex<[u8; 16]> = std::sync::Mutex::new([0; 16]);
 
 #[cfg(all(target_os = "linux", feature = "test-hooks"))]
 extern "C" fn fork_in_handler(_: libc::c_int) {
@@ -865,6 +872,10 @@ extern "C" fn fork_in_handler(_: libc::c_int) {
         unsafe { libc::syscall(libc::SYS_clone, libc::SIGCHLD, 0, 0, 0, 0) }
     };
     FORKED.store(pid, SeqCst);
+    if pid == 0 && READ_IN_CHILD.load(SeqCst) {
+        // The child's only thread: no other holds the mutex.
+        crate::fill(&mut *CHILD_HANDLER_READ.lock().unwrap());
+    }
 }
 
 #[cfg(all(target_os = "linux", feature = "test-hooks"))]
@@ -874,14 +885,17 @@ fn raise_fork_signal() {
 }
 
 /// One 16-byte read (`fill`, or `array` when `fixed`) on this thread, interrupted at
-/// `point` by a signal whose handler forks (`raw_clone`: by a raw `clone`); the parent's
-/// and the child's result of that one read, and the 16 bytes the state held for it, or
-/// `None` if the child did not exit with status 0 after sending its result.
+/// `point` by a signal whose handler forks (`raw_clone`: by a raw `clone`) and, when
+/// `read_in_child`, reads 16 bytes in the child before returning; the parent's and the
+/// child's result of that one read, and the 16 bytes the state held for it, or `None` if
+/// the child did not exit with status 0 after sending its result. A child whose result
+/// equals its handler's own read sends zeros instead, which the test rejects.
 #[cfg(all(target_os = "linux", feature = "test-hooks"))]
 fn read_interrupted_by_fork(
     point: crate::test_hooks::reads::Point,
     raw_clone: bool,
     fixed: bool,
+    read_in_child: bool,
 ) -> Option<([u8; 16], [u8; 16], [u8; 16])> {
     use std::sync::atomic::Ordering::SeqCst;
     crate::fill(&mut [0u8; 16]);
@@ -893,6 +907,7 @@ fn read_interrupted_by_fork(
     assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
     FORK_HOW.store(if raw_clone { 2 } else { 1 }, SeqCst);
     FORKED.store(-1, SeqCst);
+    READ_IN_CHILD.store(read_in_child, SeqCst);
     crate::test_hooks::reads::arm(point, raise_fork_signal);
     let mut out = [0u8; 16];
     if fixed {
@@ -902,7 +917,12 @@ fn read_interrupted_by_fork(
     }
     let pid = FORKED.load(SeqCst);
     if pid == 0 {
-        // The child: its result to the parent, then out.
+        // The child: its result to the parent, then out. A result equal to the handler's
+        // own read is sent as zeros (which the test rejects): one generator state gave
+        // the same bytes twice.
+        if read_in_child && out == *CHILD_HANDLER_READ.lock().unwrap() {
+            out = [0; 16];
+        }
         // SAFETY: writes 16 initialised bytes to the pipe, then ends the child at once.
         unsafe {
             libc::write(fds[1], out.as_ptr().cast(), 16);
@@ -954,24 +974,32 @@ fn a_read_interrupted_by_a_fork_in_a_signal_handler_is_served_again() {
     // A raw `clone` child is caught by its wiped pages: promised only where the kernel
     // honours wipe-on-fork.
     let raw_clone_too = madvise_honoured("reads interrupted by a raw clone");
-    let mut cases = vec![
-        (AfterCopy, false, false),
-        (AfterCopy, false, true),
-        (BeforeCopy, false, false),
-    ];
-    if raw_clone_too {
+    // (point, raw clone, array, the handler reads in the child)
+    let mut cases = Vec::new();
+    for read_in_child in [false, true] {
         cases.extend([
-            (AfterCopy, true, false),
-            (AfterCopy, true, true),
-            (BeforeCopy, true, false),
+            (AfterCopy, false, false, read_in_child),
+            (AfterCopy, false, true, read_in_child),
+            (BeforeCopy, false, false, read_in_child),
         ]);
+        if raw_clone_too {
+            cases.extend([
+                (AfterCopy, true, false, read_in_child),
+                (AfterCopy, true, true, read_in_child),
+                (BeforeCopy, true, false, read_in_child),
+            ]);
+        }
     }
     // Every case is run and checked; the failures are reported together.
     let mut failed = Vec::new();
-    for (point, raw_clone, fixed) in cases {
-        let case = format!("{point:?}, raw clone {raw_clone}, array {fixed}");
+    for (point, raw_clone, fixed, read_in_child) in cases {
+        let case = format!(
+            "{point:?}, raw clone {raw_clone}, array {fixed}, handler reads in child {read_in_child}"
+        );
         let discarded = crate::test_hooks::counters::discarded_reads();
-        let Some((parent, child, held)) = read_interrupted_by_fork(point, raw_clone, fixed) else {
+        let Some((parent, child, held)) =
+            read_interrupted_by_fork(point, raw_clone, fixed, read_in_child)
+        else {
             failed.push(format!("{case}: the child failed"));
             continue;
         };
