@@ -3,9 +3,9 @@
 //! call, a lock, an atomic read-modify-write or a heap allocation on the small-read path.
 //!
 //! The thread-local slot holds a pointer and the re-entrancy flag ([`STATE`]); the state
-//! itself lives in a slot
-//! leased from the state pool [`STATES`] ([`crate::memory::StatePool`]: many states to a
-//! chunk, wipe-on-fork and do-not-dump on Linux). A second thread-local ([`OWNER`]) holds
+//! itself lives in a slot leased from the state pool [`STATES`]
+//! ([`crate::memory::StatePool`]: many states to a chunk, wipe-on-fork and do-not-dump on
+//! Linux). A second thread-local ([`OWNER`]) holds
 //! the lease and, when the thread exits, marks the thread's slot torn down (so that reads
 //! from later thread-local destructors take [`one_off::one_off_fill`]), then zeroes the
 //! whole slot and returns it to the pool.
@@ -188,9 +188,9 @@ pub(crate) fn take<const N: usize>() -> Option<[u8; N]> {
 /// between two instructions of the code it interrupts, so program order on this thread is
 /// all that matters: the compiler fences keep the state's accesses between the two stores,
 /// and the flag is a thread-local atomic ([`ThreadSlot::busy`]), outside the slot whose
-/// state `f` gets as `&mut`. The check and the set are not one atomic step, and need not be: a handler that
-/// runs between them finds the flag clear, runs a whole read of its own and clears the flag
-/// again before this read touches anything.
+/// state `f` gets as `&mut`. The check and the set are not one atomic step, and need not
+/// be: a handler that runs between them finds the flag clear, runs a whole read of its own
+/// and clears the flag again before this read touches anything.
 ///
 /// # Safety
 /// `slot` points to this thread's live slot.
