@@ -5,10 +5,9 @@
 //! The thread-local slot holds a pointer and the re-entrancy flag ([`STATE`]); the state
 //! itself lives in a slot leased from the state pool [`STATES`]
 //! ([`crate::memory::StatePool`]: many states to a chunk, wipe-on-fork and do-not-dump on
-//! Linux). A second thread-local ([`OWNER`]) holds
-//! the lease and, when the thread exits, marks the thread's slot torn down (so that reads
-//! from later thread-local destructors take [`one_off::one_off_fill`]), then zeroes the
-//! whole slot and returns it to the pool.
+//! Linux). A second thread-local ([`OWNER`]) holds the lease and, when the thread exits,
+//! marks the thread's slot torn down (so that reads from later thread-local destructors
+//! take [`one_off::one_off_fill`]), then zeroes the whole slot and returns it to the pool.
 
 mod one_off;
 mod schedule;
