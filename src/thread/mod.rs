@@ -110,9 +110,9 @@ pub(crate) struct ThreadSlot {
     /// memory as it is, so a child made by a signal handler that interrupted a read finds
     /// the flag still set. Its reads from that handler then take the one-off path instead
     /// of reseeding the wiped state under the interrupted read, and the interrupted read,
-    /// resumed, finds its state's epoch wiped and serves its request again. (In the slot,
-    /// the flag was wiped with it: the handler's read reseeded the state and stamped it
-    /// current, and the resumed read returned zeros or the parent's bytes.)
+    /// resumed, finds its state's epoch wiped and serves its request again. (A flag in the
+    /// slot would be wiped with it: the handler's read would reseed the state and stamp it
+    /// current, and the resumed read would return zeros or the parent's bytes.)
     busy: AtomicBool,
 }
 
