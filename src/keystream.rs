@@ -205,6 +205,11 @@ mod avx512;
 mod dispatch;
 mod path;
 mod scrub;
+/// Records that a thread's set-up runs on the thread's own stack, not on an alternate
+/// signal stack (`keystream/scrub.rs`): its first computation then needs no `sigaltstack`
+/// query where the rseq watch runs.
+#[cfg(feature = "std")]
+pub(crate) use scrub::off_alternate_stack;
 #[cfg(all(any(test, feature = "test-hooks"), feature = "std"))]
 pub(crate) use scrub::signals_watched as scrub_signals_watched;
 mod small_stack;

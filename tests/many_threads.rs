@@ -10,6 +10,9 @@
 //!   zeroed, busy flag included, and makes no one-off read.
 //! - A new thread's first seed comes from the vDSO's `getrandom` where the kernel has one
 //!   (x86-64 Linux 6.11 and later), once the process has seeded by the system call.
+//! - A new thread's first refill makes no `sigaltstack` query where the rseq watch runs
+//!   (x86-64 with glibc's rseq area): its set-up, never made in a signal handler, tells it
+//!   that the thread is not on an alternate signal stack.
 
 use fkrng::test_hooks::counters::{chunks_published, one_off_reads_interrupted, os_reads};
 use std::sync::Barrier;
@@ -21,7 +24,8 @@ fn main() {
     a_slot_left_busy_by_an_abandoned_read_never_slows_the_next_thread();
     refills_query_the_alternate_stack_only_after_signals();
     a_new_threads_first_seed_comes_from_the_vdso();
-    println!("many_threads: 4 passed");
+    a_new_threads_first_refill_asks_for_no_alternate_stack();
+    println!("many_threads: 5 passed");
 }
 
 /// Lines of `/proc/self/maps` while `THREADS` threads (64 KiB stacks) wait, each after
@@ -183,6 +187,42 @@ fn refills_query_the_alternate_stack_only_after_signals() {
 
 #[cfg(not(target_os = "linux"))]
 fn refills_query_the_alternate_stack_only_after_signals() {}
+
+/// 100 new threads in turn, each making one 16-byte read (set-up, seed and first refill):
+/// under the rseq watch at most one `sigaltstack` query per 10 threads (a preemption
+/// between the set-up and the refill costs one); without it, one per thread at least.
+#[cfg(target_os = "linux")]
+fn a_new_threads_first_refill_asks_for_no_alternate_stack() {
+    use fkrng::test_hooks::counters::{alt_stack_queries, alt_stack_queries_only_after_signals};
+    const NEW_THREADS: u64 = 100;
+    let before = alt_stack_queries();
+    for _ in 0..NEW_THREADS {
+        std::thread::spawn(|| fkrng::fill(&mut [0u8; 16]))
+            .join()
+            .expect("a new thread");
+    }
+    let queries = alt_stack_queries() - before;
+    let watched = alt_stack_queries_only_after_signals();
+    println!(
+        "many_threads: {NEW_THREADS} new threads' first reads: {queries} sigaltstack queries \
+         (rseq watch: {watched})"
+    );
+    let valgrind = std::env::var("LD_PRELOAD").is_ok_and(|p| p.contains("vgpreload"));
+    if watched {
+        assert!(
+            queries <= NEW_THREADS / 10,
+            "{queries} queries for {NEW_THREADS} new threads' first reads"
+        );
+    } else if !valgrind && cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
+        assert!(
+            queries >= NEW_THREADS,
+            "{queries} queries for {NEW_THREADS} new threads' first reads"
+        );
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn a_new_threads_first_refill_asks_for_no_alternate_stack() {}
 
 /// Ten new threads in turn, each after the process's first read: one OS read each, and
 /// each from the vDSO where it must have `getrandom`, else none from it.

@@ -118,6 +118,7 @@ cfg_if::cfg_if! {
         /// key-derived value in its frames), then clears the registers, zeroes the stack
         /// below the caller and any signal frame pushed below it during the computation.
         pub(super) use signal_frames::below;
+        pub(crate) use signal_frames::off_alternate_stack;
     } else {
         /// Runs `compute` (which must call a function that is never inlined, holding every
         /// key-derived value in its frames) and zeroes the stack below the caller
@@ -128,6 +129,10 @@ cfg_if::cfg_if! {
             scrub_stack();
             r
         }
+        /// No alternate stack is asked for here: nothing to record.
+        #[cfg(feature = "std")]
+        #[inline(always)]
+        pub(crate) fn off_alternate_stack() {}
         /// No signal frames are looked for here, so no rseq watch either.
         #[cfg(any(test, feature = "test-hooks"))]
         pub(crate) fn signals_watched() -> bool {

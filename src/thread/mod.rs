@@ -273,5 +273,9 @@ pub(crate) fn set_up(
         return Ok(None);
     }
     set_slot(p);
+    // The set-up is never made in a signal handler (it is not async-signal-safe; see
+    // `crate::fill`), so the thread runs on its own stack here, not on an alternate signal
+    // stack: its first refill needs no `sigaltstack` query unless a signal comes first.
+    crate::keystream::off_alternate_stack();
     Ok(Some(p))
 }

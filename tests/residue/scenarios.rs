@@ -770,14 +770,29 @@ use read_in_handler as headroom_handler;
 /// read's headroom as made (from its frame to the base) and the bytes written below the
 /// alternate stack (`Ok`) or the bytes left untouched at its bottom (`Err`).
 fn refill_with_headroom(headroom: usize) -> (usize, Result<usize, usize>) {
+    read_on_alt_stack(64 << 10, headroom, false)
+}
+
+/// A 992-byte read in a handler on a fresh alternate stack of `size` bytes, made `headroom`
+/// bytes above its base (at once where that is above the stack), on a thread of its own:
+/// the thread's first read if `first_read` (its set-up in the handler, which the crate's
+/// contract rules out), else a refill after a first read outside the handler. Returns as
+/// [`refill_with_headroom`] does.
+fn read_on_alt_stack(
+    size: usize,
+    headroom: usize,
+    first_read: bool,
+) -> (usize, Result<usize, usize>) {
     use std::sync::atomic::Ordering::Relaxed;
     std::thread::spawn(move || {
-        let alt = AltStack::install(64 << 10);
+        let alt = AltStack::install(size);
         HEADROOM_BASE.store(alt.base, Relaxed);
         HEADROOM.store(headroom, Relaxed);
-        // The thread's first read, then one byte left in the buffer.
-        let mut first = [0u8; BUFFER_LEN - 1];
-        fkrng::fill(&mut first);
+        if !first_read {
+            // The thread's first read, then one byte left in the buffer.
+            let mut first = [0u8; BUFFER_LEN - 1];
+            fkrng::fill(&mut first);
+        }
         let wiped = fkrng::test_hooks::counters::signal_frames_wiped();
         // SAFETY: sends the signal, whose handler is installed, to the calling thread.
         assert_eq!(
@@ -847,5 +862,43 @@ pub(crate) fn alt_stack_headroom() {
         fits + 1024 <= reach,
         "with {fits} bytes of headroom (its writes reach {reach} bytes below the read with \
          room to spare), a read on an alternate stack wrote below its base"
+    );
+}
+
+/// A thread's first read made in a handler on an alternate stack of `SIGSTKSZ` bytes, the
+/// C library's recommended size (8 KiB on x86-64, 16 KiB on AArch64): outside the crate's
+/// contract (the set-up is not async-signal-safe), and the set-up tells the keystream
+/// code that the thread is not on an alternate stack, so its writes below the stack pointer
+/// are not clamped to the stack's base. In optimised builds the whole read still keeps
+/// within the stack: nothing is written below its base. Also reports, from a sweep like
+/// [`alt_stack_headroom`]'s, the least headroom such a read keeps within.
+pub(crate) fn first_read_on_an_alternate_stack() {
+    let _scan = MEMORY_SCAN.lock().unwrap_or_else(PoisonError::into_inner);
+    // SAFETY: as in `alt_stack_headroom`; the handler's read is the thread's first, made
+    // while the thread runs nothing else (no lock of the C library is held).
+    unsafe { signals::on_signal(HEADROOM_SIGNAL, headroom_handler, libc::SA_ONSTACK) };
+    let size = libc::SIGSTKSZ;
+    let (made, below) = read_on_alt_stack(size, size, true);
+    let mut fits = None;
+    let mut headroom = made;
+    while headroom >= 256 {
+        match read_on_alt_stack(64 << 10, headroom, true) {
+            (at, Err(_)) => fits = Some(at),
+            (_, Ok(_)) => break,
+        }
+        headroom -= 64;
+    }
+    signals::default_action(HEADROOM_SIGNAL);
+    eprintln!(
+        "a thread's first read in a handler on a {size}-byte alternate stack, made {made} bytes \
+         above its base: {below:?} (Ok: bytes written below the base; Err: bytes untouched at \
+         its bottom); such a read keeps within the stack down to {fits:?} bytes of headroom"
+    );
+    if cfg!(debug_assertions) || !cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
+        return;
+    }
+    assert!(
+        below.is_err(),
+        "a first read in a handler on a {size}-byte alternate stack wrote {below:?} bytes below it"
     );
 }

@@ -249,6 +249,25 @@ impl Stacks {
     }
 }
 
+/// Records that the calling thread runs on its own stack, not on an alternate signal stack:
+/// called by a thread's set-up (its first read or reseed), which the crate's contract keeps
+/// out of signal handlers (it is not async-signal-safe), and only the kernel's delivery of a
+/// signal puts a thread on its alternate stack. Under the rseq watch the next computation
+/// then makes no `sigaltstack` query unless a signal came (or the thread was preempted)
+/// in between: a new thread's first refill makes no system call. Nothing without the watch.
+#[inline]
+pub(crate) fn off_alternate_stack() {
+    // Forget an answer cached by earlier computations on this thread: the thread's stack
+    // pointer lies on no alternate stack now. (A handler that runs between these two steps
+    // and computes leaves an answer of its own, which again decides only whether the stack
+    // pointer lies on that stack; once it returns it does not.)
+    #[cfg(target_arch = "x86_64")]
+    {
+        let _ = LAST_ALT_STACK.try_with(|last| last.set(None));
+        rseq::mark_quiet();
+    }
+}
+
 /// Asks `sigaltstack(2)` for the thread's alternate signal stack: `None` if it has none or
 /// it is disabled; else the stack and whether the code at `sp` runs on it.
 #[inline]

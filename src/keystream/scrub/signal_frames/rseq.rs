@@ -148,6 +148,26 @@ pub(super) fn begin() -> Option<bool> {
     Some(was == idle())
 }
 
+/// Outside every computation, on a thread known not to run on an alternate signal stack
+/// (a thread's set-up, never made in a signal handler): `rseq_cs` becomes [`IDLE`], so that
+/// the next computation's [`begin`] finds it quiet unless a signal is delivered (or the
+/// thread is preempted) before then. Nothing without an area.
+#[inline]
+pub(super) fn mark_quiet() {
+    let Some(at) = rseq_cs() else {
+        return;
+    };
+    // SAFETY: as in `begin`.
+    unsafe {
+        core::arch::asm!(
+            "mov qword ptr fs:[{at}], {idle}",
+            at = in(reg) at,
+            idle = in(reg) idle(),
+            options(nostack, preserves_flags),
+        );
+    }
+}
+
 /// After a computation whose [`begin`] returned `Some`, once the registers are cleared:
 /// `true` if no signal was delivered to this thread since then (`rseq_cs` still
 /// [`BUSY`]), and `rseq_cs` becomes [`IDLE`]; `false` otherwise, and it becomes NULL.
