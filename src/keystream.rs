@@ -211,7 +211,10 @@ mod scrub;
 #[cfg(feature = "std")]
 pub(crate) use scrub::off_alternate_stack;
 #[cfg(all(any(test, feature = "test-hooks"), feature = "std"))]
-pub(crate) use scrub::signals_watched as scrub_signals_watched;
+pub(crate) use scrub::{
+    set_up_spares_the_query as scrub_set_up_spares_the_query,
+    signals_watched as scrub_signals_watched,
+};
 mod small_stack;
 
 use path::PINNED;

@@ -336,7 +336,9 @@ pub fn rng() -> ThreadRng {
 /// weak, and gains fresh entropy if the old state leaked.
 ///
 /// Called from a signal handler that interrupted a read, or during thread exit, it does
-/// nothing (those reads are served from the OS directly).
+/// nothing (those reads are served from the OS directly). As the thread's first use it
+/// sets up the thread's state, as a first read does, which is not async-signal-safe: do
+/// not make that first call from a signal handler.
 ///
 /// # Errors
 /// [`Error`] when the OS source fails (the generator then keeps its key), or, on the

@@ -11,7 +11,10 @@
  * snapshot restore where the VMClock device is present. Small reads are a copy from the
  * thread's 992-byte buffer: no system call, no lock, no allocation. Every function may be
  * called from any thread, from signal handlers and from thread-exit destructors (those
- * reads use a one-off generator keyed from the kernel).
+ * reads use a one-off generator keyed from the kernel), except that a thread's first call
+ * must not be made in a signal handler: it sets up the thread's state, which is not
+ * async-signal-safe (glibc allocates to register the thread-exit destructor). Call once
+ * on each thread that may run such a handler.
  *
  * Errors: fkrng_fill and fkrng_reseed return -1 and set errno. The functions without an
  * error return (fkrng_u32, fkrng_u64, arc4random_buf, arc4random, arc4random_uniform)

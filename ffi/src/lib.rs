@@ -97,7 +97,10 @@ fn no_unwind<R>(function: &str, f: impl FnOnce() -> R) -> R {
 /// or `EIO` for a failure without one. `len` 0 returns 0 and touches nothing.
 ///
 /// Safe in signal handlers and thread-local destructors (those reads use a one-off
-/// generator keyed from the OS) and in forked children (they reseed first).
+/// generator keyed from the OS) and in forked children (they reseed first), once the
+/// calling thread has made one call outside a signal handler: a thread's first call sets
+/// up its state, which is not async-signal-safe (glibc allocates to register the
+/// thread-exit destructor).
 ///
 /// # Safety
 /// `buf` is NULL or valid for writes of `len` bytes.

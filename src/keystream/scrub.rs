@@ -114,6 +114,15 @@ cfg_if::cfg_if! {
             #[cfg(not(target_arch = "x86_64"))]
             return false;
         }
+        /// Whether a thread's set-up spares its first computation the `sigaltstack` query
+        /// (the rseq watch, on a kernel that clears `rseq_cs` at every signal).
+        #[cfg(any(test, feature = "test-hooks"))]
+        pub(crate) fn set_up_spares_the_query() -> bool {
+            #[cfg(target_arch = "x86_64")]
+            return signal_frames::rseq::available() && signal_frames::rseq::every_signal_clears();
+            #[cfg(not(target_arch = "x86_64"))]
+            return false;
+        }
         /// Runs `compute` (which must call a function that is never inlined, holding every
         /// key-derived value in its frames), then clears the registers, zeroes the stack
         /// below the caller and any signal frame pushed below it during the computation.
@@ -136,6 +145,11 @@ cfg_if::cfg_if! {
         /// No signal frames are looked for here, so no rseq watch either.
         #[cfg(any(test, feature = "test-hooks"))]
         pub(crate) fn signals_watched() -> bool {
+            false
+        }
+        /// No query to spare here.
+        #[cfg(any(test, feature = "test-hooks"))]
+        pub(crate) fn set_up_spares_the_query() -> bool {
             false
         }
     }

@@ -116,6 +116,13 @@ pub fn alt_stack_queries_only_after_signals() -> bool {
     crate::keystream::scrub_signals_watched()
 }
 
+/// Whether a new thread's first keystream computation makes no `sigaltstack` query unless
+/// a signal comes first: under the rseq watch, on a kernel (Linux 4.18 to 6.18, from the
+/// vDSO's version note) that clears `rseq_cs` at every signal delivery.
+pub fn set_up_spares_the_alt_stack_query() -> bool {
+    crate::keystream::scrub_set_up_spares_the_query()
+}
+
 /// Keystream computations (refills, direct fills) after which the top of the thread's
 /// alternate signal stack was zeroed, one signal frame's size, because the kernel had
 /// written a signal frame there during the computation (x86-64 Linux, AArch64 Linux and

@@ -151,12 +151,16 @@ pub(super) fn begin() -> Option<bool> {
 /// Outside every computation, on a thread known not to run on an alternate signal stack
 /// (a thread's set-up, never made in a signal handler): `rseq_cs` becomes [`IDLE`], so that
 /// the next computation's [`begin`] finds it quiet unless a signal is delivered (or the
-/// thread is preempted) before then. Nothing without an area.
+/// thread is preempted) before then. Nothing without an area, or on a kernel that may
+/// deliver a signal without clearing `rseq_cs` ([`every_signal_clears`]).
 #[inline]
 pub(super) fn mark_quiet() {
     let Some(at) = rseq_cs() else {
         return;
     };
+    if !every_signal_clears() {
+        return;
+    }
     // SAFETY: as in `begin`.
     unsafe {
         core::arch::asm!(
@@ -165,6 +169,33 @@ pub(super) fn mark_quiet() {
             idle = in(reg) idle(),
             options(nostack, preserves_flags),
         );
+    }
+}
+
+/// Whether the running kernel clears a `rseq_cs` that names no critical section holding the
+/// interrupted instruction at every signal delivery: 0 not known yet, 1 yes, 2 no.
+static EVERY_SIGNAL_CLEARS: AtomicU32 = AtomicU32::new(0);
+
+/// The first kernel release (6.19) whose reworked rseq code may deliver a signal on the
+/// way out of a system call without looking at `rseq_cs` (it does the fix-up only for
+/// signals taken on return from an interrupt); a later fix restores the old behaviour for
+/// some registrations only.
+const FIRST_RELEASE_THAT_MAY_SKIP: u32 = 6 << 16 | 19 << 8;
+
+/// Whether every signal delivered to a thread clears its `rseq_cs` (as [`begin`] assumes
+/// when it finds [`IDLE`] after a set-up's [`mark_quiet`]): Linux 4.18 to 6.18, from the
+/// vDSO's version note. An unknown or later kernel counts as no; there a thread's first
+/// computation asks `sigaltstack`, as every computation after a signal does.
+pub(crate) fn every_signal_clears() -> bool {
+    match EVERY_SIGNAL_CLEARS.load(Ordering::Relaxed) {
+        1 => true,
+        2 => false,
+        _ => {
+            let yes = crate::entropy::vdso::kernel_version()
+                .is_some_and(|v| v < FIRST_RELEASE_THAT_MAY_SKIP);
+            EVERY_SIGNAL_CLEARS.store(if yes { 1 } else { 2 }, Ordering::Relaxed);
+            yes
+        }
     }
 }
 
