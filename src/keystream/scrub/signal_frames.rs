@@ -257,14 +257,14 @@ impl Stacks {
 /// in between: a new thread's first refill makes no system call. Nothing without the watch.
 #[inline]
 pub(crate) fn off_alternate_stack() {
-    // Forget an answer cached by earlier computations on this thread: the thread's stack
-    // pointer lies on no alternate stack now. (A handler that runs between these two steps
-    // and computes leaves an answer of its own, which again decides only whether the stack
-    // pointer lies on that stack; once it returns it does not.)
+    // Once the quiet value is stored, an answer cached by earlier computations on this
+    // thread is replaced by the one that holds now: the stack pointer lies on no alternate
+    // stack. (A handler that runs between the two steps and computes finds the value
+    // cleared by its signal, asks, and leaves an answer that the second step replaces once
+    // it has returned.) Where nothing is stored, the cache stays as it was.
     #[cfg(target_arch = "x86_64")]
-    {
+    if rseq::mark_quiet() {
         let _ = LAST_ALT_STACK.try_with(|last| last.set(None));
-        rseq::mark_quiet();
     }
 }
 

@@ -151,15 +151,16 @@ pub(super) fn begin() -> Option<bool> {
 /// Outside every computation, on a thread known not to run on an alternate signal stack
 /// (a thread's set-up, never made in a signal handler): `rseq_cs` becomes [`IDLE`], so that
 /// the next computation's [`begin`] finds it quiet unless a signal is delivered (or the
-/// thread is preempted) before then. Nothing without an area, or on a kernel that may
-/// deliver a signal without clearing `rseq_cs` ([`every_signal_clears`]).
+/// thread is preempted) before then; `true` once stored. Nothing (`false`) without an
+/// area, or on a kernel that may deliver a signal without clearing `rseq_cs`
+/// ([`every_signal_clears`]).
 #[inline]
-pub(super) fn mark_quiet() {
+pub(super) fn mark_quiet() -> bool {
     let Some(at) = rseq_cs() else {
-        return;
+        return false;
     };
     if !every_signal_clears() {
-        return;
+        return false;
     }
     // SAFETY: as in `begin`.
     unsafe {
@@ -170,6 +171,7 @@ pub(super) fn mark_quiet() {
             options(nostack, preserves_flags),
         );
     }
+    true
 }
 
 /// Whether the running kernel clears a `rseq_cs` that names no critical section holding the
