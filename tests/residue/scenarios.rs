@@ -865,19 +865,29 @@ pub(crate) fn alt_stack_headroom() {
     );
 }
 
-/// A thread's first read made in a handler on an alternate stack of `SIGSTKSZ` bytes, the
-/// C library's recommended size (8 KiB on x86-64, 16 KiB on AArch64): outside the crate's
-/// contract (the set-up is not async-signal-safe), and the set-up tells the keystream
-/// code that the thread is not on an alternate stack, so its writes below the stack pointer
-/// are not clamped to the stack's base. In optimised builds the whole read still keeps
-/// within the stack: nothing is written below its base. Also reports, from a sweep like
-/// [`alt_stack_headroom`]'s, the least headroom such a read keeps within.
+/// A thread's first read made in a handler on an alternate stack of the size docs/SECURITY.md
+/// says a handler's read fits: `SIGSTKSZ` bytes at opt-level 2 and 3 (8 KiB on x86-64,
+/// 16 KiB on AArch64), 16 KiB at opt-level 1, `s` and `z`. The read is outside the crate's
+/// contract (the set-up is not async-signal-safe), and the set-up tells the keystream code
+/// that the thread is not on an alternate stack, so its writes below the stack pointer are
+/// not clamped to the stack's base; from an otherwise empty handler in optimised builds the
+/// whole read still keeps within the stack: nothing is written below its base. Also
+/// reports, from a sweep like [`alt_stack_headroom`]'s, the least headroom such a read
+/// keeps within.
 pub(crate) fn first_read_on_an_alternate_stack() {
     let _scan = MEMORY_SCAN.lock().unwrap_or_else(PoisonError::into_inner);
     // SAFETY: as in `alt_stack_headroom`; the handler's read is the thread's first, made
     // while the thread runs nothing else (no lock of the C library is held).
     unsafe { signals::on_signal(HEADROOM_SIGNAL, headroom_handler, libc::SA_ONSTACK) };
-    let size = libc::SIGSTKSZ;
+    let size = if cfg!(any(
+        fkrng_opt_level = "1",
+        fkrng_opt_level = "s",
+        fkrng_opt_level = "z"
+    )) {
+        libc::SIGSTKSZ.max(16 << 10)
+    } else {
+        libc::SIGSTKSZ
+    };
     let (made, below) = read_on_alt_stack(size, size, true);
     let mut fits = None;
     let mut headroom = made;
