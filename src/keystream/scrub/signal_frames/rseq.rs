@@ -180,8 +180,10 @@ static EVERY_SIGNAL_CLEARS: AtomicU32 = AtomicU32::new(0);
 
 /// The first kernel release (6.19) whose reworked rseq code may deliver a signal on the
 /// way out of a system call without looking at `rseq_cs` (it does the fix-up only for
-/// signals taken on return from an interrupt); a later fix restores the old behaviour for
-/// some registrations only.
+/// signals taken on return from an interrupt). A 2026 fix ("rseq: Revert to historical
+/// performance killing behaviour", in stable releases) restores it for every registration
+/// but the optimised "V2" one that C libraries do not make yet; the version alone cannot
+/// tell a fixed kernel, so every release from this one on counts as skipping.
 const FIRST_RELEASE_THAT_MAY_SKIP: u32 = 6 << 16 | 19 << 8;
 
 /// Whether every signal delivered to a thread clears its `rseq_cs` (as [`begin`] assumes
