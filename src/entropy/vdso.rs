@@ -149,6 +149,31 @@ pub(crate) fn kernel_version() -> Option<u32> {
     unsafe { linux_note(image) }
 }
 
+/// The program headers of the ELF image at `image`, if it is a 64-bit image whose program
+/// headers have the size this machine's `ProgramHeader` has.
+///
+/// # Safety
+/// `image` is a mapped, well-formed ELF image whose program headers lie in it, as the
+/// kernel maps the vDSO.
+unsafe fn program_headers<'a>(image: usize) -> Option<&'a [ProgramHeader]> {
+    // SAFETY: the ELF header at the image's start and the program header table at the
+    // offset it gives, 8-byte aligned as the format gives them, which the caller vouches
+    // for; the table is read only once the header says it is 64-bit with entries of this
+    // size.
+    unsafe {
+        let header = &*(image as *const Header);
+        if header.ident[..5] != *b"\x7fELF\x02"
+            || usize::from(header.program_header_size) != size_of::<ProgramHeader>()
+        {
+            return None;
+        }
+        Some(core::slice::from_raw_parts(
+            (image + header.program_headers as usize) as *const ProgramHeader,
+            usize::from(header.program_header_count),
+        ))
+    }
+}
+
 /// The 4-byte descriptor of the `Linux` note of type 0 in the image's `PT_NOTE` segments.
 ///
 /// # Safety
@@ -159,16 +184,7 @@ unsafe fn linux_note(image: usize) -> Option<u32> {
     // its headers give; note fields are 4-byte words at 4-byte alignment, each name and
     // descriptor padded to 4 bytes, and no read goes past the segment's end.
     unsafe {
-        let header = &*(image as *const Header);
-        if header.ident[..5] != *b"\x7fELF\x02"
-            || usize::from(header.program_header_size) != size_of::<ProgramHeader>()
-        {
-            return None;
-        }
-        let headers = core::slice::from_raw_parts(
-            (image + header.program_headers as usize) as *const ProgramHeader,
-            usize::from(header.program_header_count),
-        );
+        let headers = program_headers(image)?;
         for note in headers.iter().filter(|h| h.kind == PT_NOTE) {
             let (mut at, end) = (
                 image + note.offset as usize,
@@ -274,16 +290,7 @@ unsafe fn lookup(image: usize, name: &[u8], version: &[u8]) -> Option<usize> {
     // dynamic entries, 4 for the hash table and version definitions, 2 for version
     // indices); strings are NUL-terminated in the string table.
     unsafe {
-        let header = &*(image as *const Header);
-        if header.ident[..5] != *b"\x7fELF\x02"
-            || usize::from(header.program_header_size) != size_of::<ProgramHeader>()
-        {
-            return None;
-        }
-        let headers = core::slice::from_raw_parts(
-            (image + header.program_headers as usize) as *const ProgramHeader,
-            usize::from(header.program_header_count),
-        );
+        let headers = program_headers(image)?;
         // Link-time addresses become run-time ones by this offset.
         let load = headers.iter().find(|h| h.kind == PT_LOAD)?;
         let bias = image
