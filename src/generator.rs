@@ -51,7 +51,7 @@ impl FkeState {
     }
 
     /// The current key `K`.
-    #[cfg(any(test, fuzzing, feature = "test-hooks"))]
+    #[cfg(any(test, fuzzing, fkrng_test_hooks))]
     #[inline]
     pub(crate) fn key(&self) -> &[u8; KEY_LEN] {
         self.block[0]
@@ -74,7 +74,7 @@ impl FkeState {
     }
 
     /// The 992-byte buffer, served and unserved parts (for tests of the zeroing).
-    #[cfg(any(test, fuzzing, feature = "test-hooks"))]
+    #[cfg(any(test, fuzzing, fkrng_test_hooks))]
     pub(crate) fn buffer(&self) -> &[u8] {
         &self.block.as_flattened()[KEY_LEN..]
     }
@@ -94,8 +94,7 @@ impl FkeState {
         let buffer = self.block.as_flattened_mut();
         let unserved = &mut buffer[REFILL_LEN - avail..];
         let src = &mut unserved[..dest.len()];
-        #[cfg(all(test, feature = "std"))]
-        crate::test_hooks::reads::at(crate::test_hooks::reads::Point::BeforeCopy);
+        crate::probe::at(crate::probe::Point::BeforeCopy);
         if dest.len() <= 64 {
             take_small(dest, src);
         } else {
@@ -302,7 +301,7 @@ impl FkeRng {
     }
 
     /// The state, for the unit tests and the test hooks.
-    #[cfg(any(test, fuzzing, feature = "test-hooks"))]
+    #[cfg(any(test, fuzzing, fkrng_test_hooks))]
     pub(crate) fn fke(&self) -> &FkeState {
         &self.fke
     }
@@ -342,7 +341,7 @@ use small_copy::take_small;
 // The reference model comes from this repository's support crate, a path dev-dependency that
 // the published package does not carry; builds in the repository set the cfg
 // (.cargo/config.toml), so that `cargo test` of the unpacked package still compiles.
-#[cfg(all(test, feature = "test-hooks"))]
+#[cfg(all(test, fkrng_test_hooks))]
 mod differential;
 
 #[cfg(test)]

@@ -132,8 +132,7 @@ fn write_tail(
         // a row it lacks panics in `selected`).
         unsafe { tail(&words, counter, scratch) };
         zeroize::Zeroize::zeroize(&mut words);
-        #[cfg(test)]
-        crate::test_hooks::keystream::count_kernel_call(2);
+                crate::probe::kernel_call(2);
         return;
     }
     let computed = if needed > 2 { TAIL_BLOCKS } else { needed };
@@ -205,16 +204,6 @@ mod avx512;
 mod dispatch;
 mod path;
 mod scrub;
-/// Records that a thread's set-up runs on the thread's own stack, not on an alternate
-/// signal stack (`keystream/scrub.rs`): its first computation then needs no `sigaltstack`
-/// query where the rseq watch runs.
-#[cfg(feature = "std")]
-pub(crate) use scrub::off_alternate_stack;
-#[cfg(all(any(test, feature = "test-hooks"), feature = "std"))]
-pub(crate) use scrub::{
-    set_up_spares_the_query as scrub_set_up_spares_the_query,
-    signals_watched as scrub_signals_watched,
-};
 mod small_stack;
 
 use path::PINNED;

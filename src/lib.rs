@@ -63,42 +63,41 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
 // The unit tests that need this repository's support crate (a path dev-dependency the
-// published package does not carry) build only with the `test-hooks` feature, which the
-// repository's test command turns on (`--all-features`); in a test build of the unpacked
-// package the helpers they share stay unused.
+// published package does not carry) build only with `--cfg fkrng_test_hooks`, which the
+// repository's test command sets; in a test build of the unpacked package the helpers they
+// share stay unused.
 #![cfg_attr(
-    all(test, not(feature = "test-hooks")),
+    all(test, not(fkrng_test_hooks)),
     allow(dead_code, unused_imports)
 )]
 
 mod compat;
 mod generator;
 mod keystream;
-#[cfg(feature = "rustls")]
-mod rustls_random;
+mod probe;
 
-#[cfg(feature = "std")]
-#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
-pub mod nonces;
-
-#[cfg(feature = "std")]
-mod entropy;
 #[cfg(feature = "std")]
 mod error;
 #[cfg(feature = "std")]
-mod fork;
-#[cfg(feature = "getrandom_backend")]
-mod getrandom_backend;
+mod lifecycle;
 #[cfg(feature = "std")]
-mod memory;
+mod os;
 #[cfg(feature = "std")]
-mod snapshot;
+mod pool;
 #[cfg(feature = "std")]
 mod thread;
-#[cfg(feature = "std")]
-mod thread_rng;
 
-#[cfg(any(test, fuzzing, feature = "test-hooks"))]
+/// Generating AEAD nonces with fkrng: sizes, per-key limits, forks and snapshots (the text
+/// of `docs/NONCES.md`; its examples run as doctests).
+#[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
+pub mod nonces {
+    #![doc = include_str!("../docs/NONCES.md")]
+}
+
+/// Hooks for this repository's tests (hidden, unstable): only in its unit tests and in
+/// builds with `--cfg fkrng_test_hooks`, which README's test command sets.
+#[cfg(any(test, fuzzing, fkrng_test_hooks))]
 #[doc(hidden)]
 pub mod test_hooks;
 
@@ -110,19 +109,19 @@ pub use keystream::{KeystreamPath, keystream_path};
 pub use error::Error;
 #[cfg(feature = "std")]
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
-pub use fork::{ForkProtection, fork_protection};
+pub use lifecycle::fork::{ForkProtection, fork_protection};
 #[cfg(feature = "rustls")]
 #[cfg_attr(docsrs, doc(cfg(feature = "rustls")))]
-pub use rustls_random::RustlsRandom;
+pub use compat::rustls::RustlsRandom;
 #[cfg(feature = "std")]
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
-pub use snapshot::{SnapshotProtection, snapshot_protection};
+pub use lifecycle::snapshot::{SnapshotProtection, snapshot_protection};
 #[cfg(feature = "std")]
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
-pub use thread::{RESEED_INTERVAL_NS, RESEED_MIN_BYTES};
+pub use lifecycle::reseed::{RESEED_INTERVAL_NS, RESEED_MIN_BYTES};
 #[cfg(feature = "std")]
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
-pub use thread_rng::ThreadRng;
+pub use compat::thread_rng::ThreadRng;
 
 /// Fills `dest` with random bytes from the calling thread's generator.
 ///
@@ -364,5 +363,5 @@ pub fn reseed() -> Result<(), Error> {
 #[cfg(feature = "std")]
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 pub fn reseed_all() {
-    fork::bump_epoch();
+    lifecycle::fork::bump_epoch();
 }

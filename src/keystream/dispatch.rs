@@ -174,8 +174,7 @@ pub(super) fn with_kernels<'a>(
             let (head, rest) = core::mem::take(&mut out).split_at_mut(whole);
             // SAFETY: `usable(counter, whole)` holds, and `head` is `whole` blocks long.
             unsafe { (kernel.write)(words, counter, head) };
-            #[cfg(test)]
-            crate::test_hooks::keystream::count_kernel_call(if kernel.lanes == 16 { 0 } else { 1 });
+                        crate::probe::kernel_call(if kernel.lanes == 16 { 0 } else { 1 });
             counter += whole as u64;
             out = rest;
         }

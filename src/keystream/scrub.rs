@@ -1,168 +1,44 @@
-//! Zeroing the stack below a keystream computation: its dead frames, and on x86-64 Linux
-//! and AArch64 Linux and Android the signal frames the kernel may have pushed below it.
+//! Erasing what a keystream computation leaves behind, on every path and profile.
 //!
-//! Every keystream computation runs in a callee that is never inlined ([`below`]), so its
-//! frames, and those of every kernel or `chacha20` crate backend it calls, lie below the
-//! caller's stack pointer; the caller keeps no key or state word of its own. Afterwards the
-//! caller zeroes [`SCRUB_BYTES`] below its stack pointer, at least the deepest stack the
-//! computation reaches plus the x86-64 red zone (measured by the unit test
-//! `scrub_covers_the_deepest_keystream_frame`).
+//! Contract: [`below`] runs a computation that holds every key-derived value in the frames
+//! of a callee that is never inlined (so they lie below the caller's stack pointer) and in
+//! registers. When it returns, the vector registers and the caller-saved general registers
+//! are cleared (x86-64 and AArch64), then [`SCRUB_BYTES`] of stack below the caller are
+//! zeroed through a local array of a frame of its own. Every write lies within the stack
+//! depth a keystream computation of this build needs, on whatever stack it runs; nothing is
+//! written anywhere else and nothing is left registered with the OS or another library.
 //!
-//! A signal that interrupts the computation makes the kernel save the interrupted
-//! registers, vector registers with key and state words among them, in a frame below the
-//! interrupted stack pointer (and, on x86-64, its 128-byte red zone); the frame is up to
-//! `getauxval(AT_MINSIGSTKSZ)` bytes long (3.3 KiB with AVX-512 state, 4.6 KiB on AArch64
-//! without SVE state beyond the standard area) and is not erased when the handler returns
-//! (Linux `arch/x86/kernel/signal.c` and `arch/arm64/kernel/signal.c`, `get_sigframe`).
-//! The caller therefore writes canaries below the scrubbed area before the computation and
-//! checks them afterwards; a changed canary means that a signal frame lies there, and then
-//! one signal frame's size below the scrubbed area is zeroed too. Where the canaries go
-//! follows each kernel's frame layout:
-//!
-//! - x86-64 Linux: a 512-byte band just below the scrubbed area. A frame that reaches below
-//!   the scrubbed area crosses the band and overwrites part of it (its lowest bytes hold
-//!   the handler's return address and the saved registers; the largest span of an x86
-//!   signal frame that the kernel leaves unwritten is the 256 bytes of unused XSAVE area
-//!   after the AVX state). Without a signal that costs one 512-byte write and one 512-byte
-//!   compare per computation.
-//! - AArch64 Linux and Android: one word every 256 bytes from just below the scrubbed area
-//!   down to one signal frame's size below it (20 words for a 5120-byte frame). The frame
-//!   keeps the registers at its bottom, about 4.4 KiB below the interrupted stack pointer,
-//!   under an unwritten span of up to 3.5 KiB, so a band just below the scrubbed area could
-//!   miss it; the spacing is below the length of the frame's written register spans
-//!   (`signal_frames/aarch64.rs` gives the layout and the argument).
-//!
-//! A handler installed with `SA_ONSTACK` runs on the thread's alternate signal stack
-//! (`sigaltstack(2)`) instead, and the kernel writes the frame at that stack's top, not
-//! below the interrupted code. On x86-64 with glibc's rseq area (`signal_frames/rseq.rs`)
-//! the area tells whether a signal came during the computation, and only then is the
-//! alternate stack asked for and one frame's size at its top zeroed; elsewhere (described
-//! next) before each computation one `sigaltstack` query asks for
-//! the thread's alternate stack. If one is configured and the computation does not run on
-//! it (the kernel does not report it in use, and the stack pointer lies outside it), canary
-//! words are written every 256 bytes from 8 bytes below its 16-byte aligned top down to one
-//! signal frame's size below it: bytes the kernel itself overwrites with a frame whenever
-//! the thread takes such a signal, so no live data of a handler lies there. Every frame
-//! holds 256 contiguous bytes of general registers, so it changes one of them; then, after
-//! a second query confirms that the same stack is still configured and not in use, one
-//! signal frame's size below its top is zeroed. If the computation runs on the alternate
-//! stack, every write below its stack pointer (the canaries, the scrub and the wipe) stops
-//! at the stack's base. A stack armed with `SS_AUTODISARM` is reported disabled while a
-//! handler runs on it: there nothing is written at its top, and the writes below the stack
-//! pointer are not clamped (docs/SECURITY.md).
-//!
-//! Before the zeroing, the vector and the caller-saved general registers are cleared (on
-//! AArch64 all 32 SIMD registers whole, since only the low halves of v8-v15 are
-//! callee-saved), so a signal that arrives during the zeroing saves no key material either.
-//!
-//! Elsewhere, and under valgrind (whose memcheck rejects accesses below the stack pointer),
-//! the scrub zeroes a local array of [`SCRUB_BYTES`] in a frame of its own, kept by an
-//! empty `asm!` block that takes its address on x86-64 and AArch64 (volatile stores on the
-//! other architectures), and signal frames below the computation are not erased
-//! (docs/SECURITY.md).
+//! Registers that the kernel saves in a signal frame while a computation runs are not
+//! reached: that limit, shared with every userspace generator, is in docs/SECURITY.md.
 
-/// Bytes below the caller's stack pointer that are zeroed after a keystream computation:
-/// at least the deepest stack the computation's frames reach on any path (fkrng's kernels,
-/// the `chacha20` crate's backends), plus the 128-byte red zone and 64 bytes of signal-frame
-/// alignment, as measured for the optimisation level this build has (`fkrng_opt_level`,
-/// from build.rs; docs/SECURITY.md has the figures):
-///
-/// - the small-stack code (debug assertions, opt-level 0, or a level the build script could
-///   not tell): 3584 bytes (2727 measured at opt-level 0, 520 to 607 at 1, `s` and `z`);
-/// - the kernels and the crate at opt-level 2 or 3 without debug assertions: 2048 (at most
-///   1719 measured);
-/// - every other build (opt-level 1, `s` or `z` without debug assertions, where the
-///   kernels and the crate keep more in their frames, and pinned builds): 4608 (at most
-///   4247 measured, the crate at `z`).
+/// Bytes of stack zeroed below the caller after a keystream computation: at least the
+/// deepest stack its frames reach on any path of this build, as measured by the unit test
+/// `scrub_covers_the_deepest_keystream_frame` (figures per level in docs/SECURITY.md):
+/// 3584 for the small-stack code, 2048 for the kernels and the crate at opt-level 2 or 3
+/// without debug assertions, 4608 elsewhere (opt-level 1, `s`, `z`, pinned builds).
 pub(super) const SCRUB_BYTES: usize = if super::small_stack::IN_USE {
-    SCRUB_BYTES_SMALL_STACK
+    3584
 } else if cfg!(all(
     any(fkrng_opt_level = "2", fkrng_opt_level = "3"),
     not(debug_assertions)
 )) {
-    SCRUB_BYTES_OPTIMISED
+    2048
 } else {
-    SCRUB_BYTES_SIZE_OPTIMISED
+    4608
 };
 
-/// [`SCRUB_BYTES`] of builds at opt-level 2 or 3 without debug assertions.
-const SCRUB_BYTES_OPTIMISED: usize = 2048;
-
-/// [`SCRUB_BYTES`] of builds that compute keystream with the small-stack code.
-const SCRUB_BYTES_SMALL_STACK: usize = 3584;
-
-/// [`SCRUB_BYTES`] of the other builds: opt-level 1, `s` and `z` without debug assertions,
-/// and builds pinned to a keystream path.
-const SCRUB_BYTES_SIZE_OPTIMISED: usize = 4608;
-
-cfg_if::cfg_if! {
-    if #[cfg(all(
-        feature = "std",
-        not(miri),
-        any(
-            all(target_arch = "x86_64", target_os = "linux"),
-            all(target_arch = "aarch64", any(target_os = "linux", target_os = "android"))
-        )
-    ))] {
-        mod signal_frames;
-        /// Whether keystream computations on this thread learn of signals from the rseq
-        /// area, without a `sigaltstack` query each (x86-64 with glibc's area).
-        #[cfg(any(test, feature = "test-hooks"))]
-        pub(crate) fn signals_watched() -> bool {
-            #[cfg(target_arch = "x86_64")]
-            return signal_frames::rseq::available();
-            #[cfg(not(target_arch = "x86_64"))]
-            return false;
-        }
-        /// Whether a thread's set-up spares its first computation the `sigaltstack` query
-        /// (the rseq watch, on a kernel that clears `rseq_cs` at every signal).
-        #[cfg(any(test, feature = "test-hooks"))]
-        pub(crate) fn set_up_spares_the_query() -> bool {
-            #[cfg(target_arch = "x86_64")]
-            return signal_frames::rseq::available() && signal_frames::rseq::every_signal_clears();
-            #[cfg(not(target_arch = "x86_64"))]
-            return false;
-        }
-        /// Runs `compute` (which must call a function that is never inlined, holding every
-        /// key-derived value in its frames), then clears the registers, zeroes the stack
-        /// below the caller and any signal frame pushed below it during the computation.
-        pub(super) use signal_frames::below;
-        pub(crate) use signal_frames::off_alternate_stack;
-    } else {
-        /// Runs `compute` (which must call a function that is never inlined, holding every
-        /// key-derived value in its frames) and zeroes the stack below the caller
-        /// afterwards.
-        #[inline(always)]
-        pub(super) fn below<R>(compute: impl FnOnce() -> R) -> R {
-            let r = compute();
-            scrub_stack();
-            r
-        }
-        /// No alternate stack is asked for here: nothing to record.
-        #[cfg(feature = "std")]
-        #[inline(always)]
-        pub(crate) fn off_alternate_stack() {}
-        /// No signal frames are looked for here, so no rseq watch either.
-        #[cfg(any(test, feature = "test-hooks"))]
-        pub(crate) fn signals_watched() -> bool {
-            false
-        }
-        /// No query to spare here.
-        #[cfg(any(test, feature = "test-hooks"))]
-        pub(crate) fn set_up_spares_the_query() -> bool {
-            false
-        }
-    }
+/// Runs `compute`, then clears the registers and zeroes the stack below the caller.
+#[inline(always)]
+pub(super) fn below<R>(compute: impl FnOnce() -> R) -> R {
+    let r = compute();
+    clear_registers();
+    scrub_stack();
+    r
 }
 
-/// Overwrites [`SCRUB_BYTES`] bytes of the stack just below the caller's frame with zeros:
-/// one local array in a frame that reuses the area the computation's frames used. The
-/// zeroing is kept by an `asm!` block that takes the array's address and, as far as the
-/// compiler knows, reads it, so no optimiser may drop the stores as dead. That block is used
-/// on x86-64 and AArch64 (where this scrub serves valgrind runs and systems other than
-/// Linux and Android); elsewhere (s390x, whose emulated residue tests run this path,
-/// WebAssembly and the rest) and under Miri, which runs no inline assembly, volatile writes
-/// of whole words keep the zeroing.
+/// Zeroes [`SCRUB_BYTES`] of stack just below the caller: one local array in a frame that
+/// reuses the area the computation's frames used. An `asm!` block that takes the array's
+/// address (volatile word writes where there is none, and under Miri) keeps the stores.
 #[inline(never)]
 fn scrub_stack() {
     let mut area = [0usize; SCRUB_BYTES / size_of::<usize>()];
@@ -178,3 +54,142 @@ fn scrub_stack() {
         unsafe { core::ptr::write_volatile(word, 0) };
     }
 }
+
+#[cfg(all(target_arch = "x86_64", not(miri)))]
+cpufeatures::new!(cpuid_avx, "avx");
+
+/// Clears the vector registers (all 32 and the mask registers with AVX-512F, the 16 AVX
+/// registers whole with AVX, else the 16 SSE registers) and the caller-saved general
+/// registers, which the computation may have left holding key-derived words.
+#[cfg(all(target_arch = "x86_64", not(miri)))]
+#[inline(always)]
+fn clear_registers() {
+    // SAFETY: each block only writes the registers it declares as outputs; the AVX-512 and
+    // AVX forms run only where CPUID reported those features.
+    unsafe {
+        if super::avx512::detected() {
+            clear_zmm();
+        } else if cpuid_avx::get() {
+            clear_ymm();
+        } else {
+            core::arch::asm!(
+                "pxor xmm0, xmm0", "pxor xmm1, xmm1", "pxor xmm2, xmm2", "pxor xmm3, xmm3",
+                "pxor xmm4, xmm4", "pxor xmm5, xmm5", "pxor xmm6, xmm6", "pxor xmm7, xmm7",
+                "pxor xmm8, xmm8", "pxor xmm9, xmm9", "pxor xmm10, xmm10", "pxor xmm11, xmm11",
+                "pxor xmm12, xmm12", "pxor xmm13, xmm13", "pxor xmm14, xmm14", "pxor xmm15, xmm15",
+                out("xmm0") _, out("xmm1") _, out("xmm2") _, out("xmm3") _,
+                out("xmm4") _, out("xmm5") _, out("xmm6") _, out("xmm7") _,
+                out("xmm8") _, out("xmm9") _, out("xmm10") _, out("xmm11") _,
+                out("xmm12") _, out("xmm13") _, out("xmm14") _, out("xmm15") _,
+                options(nomem, nostack, preserves_flags),
+            );
+        }
+        core::arch::asm!(
+            "xor eax, eax", "xor ecx, ecx", "xor edx, edx", "xor esi, esi", "xor edi, edi",
+            "xor r8d, r8d", "xor r9d, r9d", "xor r10d, r10d", "xor r11d, r11d",
+            out("rax") _, out("rcx") _, out("rdx") _, out("rsi") _, out("rdi") _,
+            out("r8") _, out("r9") _, out("r10") _, out("r11") _,
+            options(nomem, nostack),
+        );
+    }
+}
+
+/// Clears the 32 AVX-512 registers and the mask registers, ending in the clean upper state.
+///
+/// # Safety
+/// Only on a CPU with AVX-512F.
+#[cfg(all(target_arch = "x86_64", not(miri)))]
+#[target_feature(enable = "avx512f")]
+#[inline]
+unsafe fn clear_zmm() {
+    // SAFETY: AVX-512F is present (the caller's contract); registers only.
+    unsafe {
+        core::arch::asm!(
+            "vpxord zmm16, zmm16, zmm16", "vpxord zmm17, zmm17, zmm17",
+            "vpxord zmm18, zmm18, zmm18", "vpxord zmm19, zmm19, zmm19",
+            "vpxord zmm20, zmm20, zmm20", "vpxord zmm21, zmm21, zmm21",
+            "vpxord zmm22, zmm22, zmm22", "vpxord zmm23, zmm23, zmm23",
+            "vpxord zmm24, zmm24, zmm24", "vpxord zmm25, zmm25, zmm25",
+            "vpxord zmm26, zmm26, zmm26", "vpxord zmm27, zmm27, zmm27",
+            "vpxord zmm28, zmm28, zmm28", "vpxord zmm29, zmm29, zmm29",
+            "vpxord zmm30, zmm30, zmm30", "vpxord zmm31, zmm31, zmm31",
+            "kxorw k1, k1, k1", "kxorw k2, k2, k2", "kxorw k3, k3, k3", "kxorw k4, k4, k4",
+            "kxorw k5, k5, k5", "kxorw k6, k6, k6", "kxorw k7, k7, k7",
+            "vzeroall",
+            out("zmm0") _, out("zmm1") _, out("zmm2") _, out("zmm3") _,
+            out("zmm4") _, out("zmm5") _, out("zmm6") _, out("zmm7") _,
+            out("zmm8") _, out("zmm9") _, out("zmm10") _, out("zmm11") _,
+            out("zmm12") _, out("zmm13") _, out("zmm14") _, out("zmm15") _,
+            out("zmm16") _, out("zmm17") _, out("zmm18") _, out("zmm19") _,
+            out("zmm20") _, out("zmm21") _, out("zmm22") _, out("zmm23") _,
+            out("zmm24") _, out("zmm25") _, out("zmm26") _, out("zmm27") _,
+            out("zmm28") _, out("zmm29") _, out("zmm30") _, out("zmm31") _,
+            out("k1") _, out("k2") _, out("k3") _, out("k4") _,
+            out("k5") _, out("k6") _, out("k7") _,
+            options(nomem, nostack, preserves_flags),
+        );
+    }
+}
+
+/// Clears the 16 AVX registers whole.
+///
+/// # Safety
+/// Only on a CPU with AVX.
+#[cfg(all(target_arch = "x86_64", not(miri)))]
+#[target_feature(enable = "avx")]
+#[inline]
+unsafe fn clear_ymm() {
+    // SAFETY: AVX is present (the caller's contract); registers only.
+    unsafe {
+        core::arch::asm!(
+            "vzeroall",
+            out("ymm0") _, out("ymm1") _, out("ymm2") _, out("ymm3") _,
+            out("ymm4") _, out("ymm5") _, out("ymm6") _, out("ymm7") _,
+            out("ymm8") _, out("ymm9") _, out("ymm10") _, out("ymm11") _,
+            out("ymm12") _, out("ymm13") _, out("ymm14") _, out("ymm15") _,
+            options(nomem, nostack, preserves_flags),
+        );
+    }
+}
+
+/// Clears all 32 SIMD registers whole (only the low halves of v8-v15 are callee-saved) and
+/// the caller-saved general registers x0-x17.
+#[cfg(all(target_arch = "aarch64", not(miri)))]
+#[inline(always)]
+fn clear_registers() {
+    // SAFETY: the block only writes the registers it declares as outputs.
+    unsafe {
+        core::arch::asm!(
+            "movi v0.16b, #0", "movi v1.16b, #0", "movi v2.16b, #0", "movi v3.16b, #0",
+            "movi v4.16b, #0", "movi v5.16b, #0", "movi v6.16b, #0", "movi v7.16b, #0",
+            "movi v8.16b, #0", "movi v9.16b, #0", "movi v10.16b, #0", "movi v11.16b, #0",
+            "movi v12.16b, #0", "movi v13.16b, #0", "movi v14.16b, #0", "movi v15.16b, #0",
+            "movi v16.16b, #0", "movi v17.16b, #0", "movi v18.16b, #0", "movi v19.16b, #0",
+            "movi v20.16b, #0", "movi v21.16b, #0", "movi v22.16b, #0", "movi v23.16b, #0",
+            "movi v24.16b, #0", "movi v25.16b, #0", "movi v26.16b, #0", "movi v27.16b, #0",
+            "movi v28.16b, #0", "movi v29.16b, #0", "movi v30.16b, #0", "movi v31.16b, #0",
+            "mov x0, xzr", "mov x1, xzr", "mov x2, xzr", "mov x3, xzr", "mov x4, xzr",
+            "mov x5, xzr", "mov x6, xzr", "mov x7, xzr", "mov x8, xzr", "mov x9, xzr",
+            "mov x10, xzr", "mov x11, xzr", "mov x12, xzr", "mov x13, xzr", "mov x14, xzr",
+            "mov x15, xzr", "mov x16, xzr", "mov x17, xzr",
+            out("v0") _, out("v1") _, out("v2") _, out("v3") _,
+            out("v4") _, out("v5") _, out("v6") _, out("v7") _,
+            out("v8") _, out("v9") _, out("v10") _, out("v11") _,
+            out("v12") _, out("v13") _, out("v14") _, out("v15") _,
+            out("v16") _, out("v17") _, out("v18") _, out("v19") _,
+            out("v20") _, out("v21") _, out("v22") _, out("v23") _,
+            out("v24") _, out("v25") _, out("v26") _, out("v27") _,
+            out("v28") _, out("v29") _, out("v30") _, out("v31") _,
+            out("x0") _, out("x1") _, out("x2") _, out("x3") _, out("x4") _,
+            out("x5") _, out("x6") _, out("x7") _, out("x8") _, out("x9") _,
+            out("x10") _, out("x11") _, out("x12") _, out("x13") _, out("x14") _,
+            out("x15") _, out("x16") _, out("x17") _,
+            options(nomem, nostack, preserves_flags),
+        );
+    }
+}
+
+/// No register clearing on other architectures and under Miri (docs/SECURITY.md).
+#[cfg(any(not(any(target_arch = "x86_64", target_arch = "aarch64")), miri))]
+#[inline(always)]
+fn clear_registers() {}

@@ -2,7 +2,7 @@
 //! kernels each path runs, and the depth of the scrub.
 
 use super::*;
-use crate::test_hooks::keystream::KERNEL_CALLS;
+use crate::probe::hooks::KERNEL_CALLS;
 
 fn reference(key: &[u8; KEY_LEN], counter: u64, blocks: usize) -> Vec<Block> {
     let mut out = vec![[0u8; BLOCK_LEN]; blocks];
@@ -118,7 +118,7 @@ fn counter_carry_and_odd_lengths_take_the_crate() {
 /// Runs `f` on a thread whose 64 KiB stack (the support crate's painted stack, above a
 /// guard page) and returns how many bytes below the address `f` returns were written: the
 /// depth of the deepest frame that `f`'s callees reached below it.
-#[cfg(all(target_os = "linux", feature = "test-hooks"))]
+#[cfg(all(target_os = "linux", fkrng_test_hooks))]
 fn deepest_below(f: fn() -> usize) -> usize {
     use fkrng_test_support::stack::PaintedStack;
     // 64 KiB, or the C library's minimum where that is larger (128 KiB on AArch64).
@@ -156,7 +156,7 @@ fn deepest_below(f: fn() -> usize) -> usize {
 
 /// About the stack pointer of the function that calls this: the address of a local
 /// (callers keep their buffers on the heap, so that nothing of theirs lies below it).
-#[cfg(all(target_os = "linux", feature = "test-hooks"))]
+#[cfg(all(target_os = "linux", fkrng_test_hooks))]
 #[inline(always)]
 fn here() -> usize {
     let marker = 0u8;
@@ -167,7 +167,7 @@ fn here() -> usize {
 /// refill, a direct fill's blocks past the refill (whole passes and every tail length)
 /// and the `chacha20` crate alone, each measured on a painted stack, plus the red zone
 /// and signal-frame alignment below it.
-#[cfg(all(target_os = "linux", feature = "test-hooks"))]
+#[cfg(all(target_os = "linux", fkrng_test_hooks))]
 #[test]
 fn scrub_covers_the_deepest_keystream_frame() {
     #[inline(never)]

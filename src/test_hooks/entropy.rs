@@ -1,7 +1,7 @@
 //! The one fake entropy source of the unit tests.
 
 use crate::Error;
-use crate::entropy::Entropy;
+use crate::lifecycle::seed::Entropy;
 use crate::generator::KEY_LEN;
 
 /// What a [`FakeEntropy`] hands out.

@@ -3,17 +3,15 @@
 //! lock that keeps forks away from the tests that count reseeds, and the helper that runs
 //! a read in a forked or cloned child.
 
-use crate::fork;
 use crate::generator::KEY_LEN;
-use crate::memory::{Advice, Lease};
-use crate::thread::{Slot, ThreadState, set_up, slot};
-use core::ptr;
+use crate::os::pages::Advice;
+use crate::thread::{set_up, slot};
 
 /// Sets up the calling thread's state, before its first read, in pages without
 /// wipe-on-fork ([`Advice::DontDumpOnly`]), so that only the atfork epoch protects it.
 pub(crate) fn set_up_without_wipe_on_fork() {
     assert!(slot().is_null(), "the thread has read before");
-    let p = set_up(fork::register_atfork, Advice::DontDumpOnly);
+    let p = set_up(crate::thread::register_atfork, Advice::DontDumpOnly);
     assert!(matches!(p, Ok(Some(_))), "set-up failed");
 }
 
@@ -25,7 +23,7 @@ pub(crate) fn set_up_without_wipe_on_fork() {
     target_os = "linux",
     any(
         all(target_endian = "little", target_pointer_width = "64"),
-        feature = "test-hooks"
+        fkrng_test_hooks
     )
 ))]
 pub(crate) fn unreseeded_continuation() -> Option<(Vec<u8>, [u8; KEY_LEN], u64)> {
@@ -44,58 +42,7 @@ pub(crate) fn unreseeded_continuation() -> Option<(Vec<u8>, [u8; KEY_LEN], u64)>
     }
 }
 
-/// What a thread's state held just before its owner wiped and released it.
-pub(crate) struct Before {
-    pub(crate) seeded: bool,
-    pub(crate) key_nonzero: bool,
-    pub(crate) available: usize,
-}
-
-impl Before {
-    pub(crate) fn of(st: &ThreadState) -> Self {
-        Before {
-            seeded: st.life.seeded,
-            key_nonzero: st.fke.key() != &[0; KEY_LEN],
-            available: st.fke.available(),
-        }
-    }
-}
-
-/// One state release at thread exit: the state's address, what it held before the wipe,
-/// and whether every byte of its pages was zero after it.
-pub(crate) struct Release {
-    pub(crate) addr: usize,
-    pub(crate) before: Before,
-    pub(crate) pages_zero_after: bool,
-}
-
-static RELEASES: std::sync::Mutex<Vec<Release>> = std::sync::Mutex::new(Vec::new());
-
-/// Every state release recorded so far in this process.
-pub(crate) fn releases() -> std::sync::MutexGuard<'static, Vec<Release>> {
-    RELEASES
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// Checks every byte of the state's pages (the whole mapping on Linux) just before
-/// they are released.
-pub(crate) fn record_release(before: Before, pages: &Lease<Slot>) {
-    let base = pages.as_ptr().cast::<u8>();
-    let addr = base as usize;
-    let len = pages.range().1 - addr;
-    let pages_zero_after = (0..len).all(|i| {
-        // SAFETY: `base..base + len` is the live allocation behind `pages` (on Linux the
-        // whole zero-filled mapping). Volatile byte loads read the memory as the machine
-        // holds it, padding included, which is what a memory disclosure would see.
-        unsafe { ptr::read_volatile(base.add(i)) == 0 }
-    });
-    RELEASES.lock().unwrap().push(Release {
-        addr,
-        before,
-        pages_zero_after,
-    });
-}
+pub(crate) use crate::probe::hooks::{Release, releases};
 
 /// Keeps the process-wide epoch steady for the tests that count a state's reseeds. A
 /// `fork()` in a parallel test bumps the epoch in this process too (the atfork prepare
@@ -120,7 +67,7 @@ pub(crate) fn forking() -> std::sync::RwLockWriteGuard<'static, ()> {
 /// Runs `child` in a child process made by `fork()` (atfork handlers run) or by a raw
 /// `clone` system call (none run) and returns the 32 bytes it sends back through a pipe.
 /// The child only reads the generator, writes and `_exit`s.
-#[cfg(all(target_os = "linux", feature = "test-hooks"))]
+#[cfg(all(target_os = "linux", fkrng_test_hooks))]
 pub(crate) fn in_child(raw_clone: bool, child: fn() -> Option<[u8; 32]>) -> [u8; 32] {
     use fkrng_test_support::child::{self, How};
     let _fork = forking();
@@ -137,7 +84,7 @@ pub(crate) fn in_child(raw_clone: bool, child: fn() -> Option<[u8; 32]>) -> [u8;
 }
 
 /// Marks a test binary run again for one test ([`in_new_process`]).
-#[cfg(all(target_os = "linux", feature = "test-hooks"))]
+#[cfg(all(target_os = "linux", fkrng_test_hooks))]
 const IN_NEW_PROCESS: &str = "FKRNG_TEST_IN_NEW_PROCESS";
 
 /// For a unit test that needs a process of its own (one whose fork handlers are not yet
@@ -146,7 +93,7 @@ const IN_NEW_PROCESS: &str = "FKRNG_TEST_IN_NEW_PROCESS";
 /// alone, in a new process (through the emulator that `FKRNG_TEST_RUNNER` names, as in
 /// the runs for other architectures), asserts that it passed and returns its output. In
 /// that new process: returns `None`, and the caller runs the test's body.
-#[cfg(all(target_os = "linux", feature = "test-hooks"))]
+#[cfg(all(target_os = "linux", fkrng_test_hooks))]
 pub(crate) fn in_new_process(name: &str) -> Option<String> {
     if std::env::var_os(IN_NEW_PROCESS).is_some() {
         return None;

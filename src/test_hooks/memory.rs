@@ -1,7 +1,7 @@
 //! What one thread's generator costs in memory, for the memory figures of the benchmarks
 //! (`benches/harness/thread_memory.rs`).
 
-use crate::memory::Lease;
+use crate::pool::Lease;
 use crate::thread::{OWNER, STATE, Slot};
 
 /// The memory of the calling thread's generator, in bytes.

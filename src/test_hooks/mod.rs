@@ -1,39 +1,44 @@
-//! Test hooks, in one home: what the tests, benchmarks and fuzz targets of this repository
-//! need to see or steer inside the library, and nothing a user of the crate gets.
-//!
-//! Compiled only with `cfg(test)` (the unit tests), `cfg(fuzzing)` (set by `cargo fuzz`) or
-//! the `test-hooks` feature, which this repository's test command turns on
-//! (`cargo test --workspace --all-features`) and its scripts name where they build tests,
-//! benchmarks or measurement programs. The tool as README's run command or
-//! `cargo install --path cli` builds it, and every dependent's build that does not name the
-//! feature, has neither the module nor any call into it. Hidden from the documentation;
-//! not a stable API, and not for shipped builds: some hooks are steered by environment
-//! variables (a stand-in file for the VMClock device).
-//!
-//! - [`counters`]: process-wide counts of events that leave no trace in the output.
-//! - [`memory`]: the sizes of a thread's state, its storage and its thread-locals.
-//! - [`os`]: the OS source as a new thread's first seed reads it (the vDSO where used).
-//! - [`snapshot`]: a stand-in file in place of the VMClock device, and switching the
-//!   counter every read compares with.
-//! - `keystream`: a read-only view of an `FkeRng`'s state (`FkeRng::inspect`) for the
-//!   differential unit tests and fuzz target.
-//! - `entropy` (unit tests only): the one fake OS source.
-//! - `lifecycle` (unit tests only): a thread's state without wipe-on-fork, a look at what it
-//!   would serve next, the check of every release at thread exit, and the fork helper.
-//! - `reads` (unit tests only): a hook that runs inside a read, as a signal handler would.
+//! What this repository's tests, benchmarks and fuzz targets need to see or steer inside the
+//! library, and nothing a user of the crate gets. Compiled only in the unit tests
+//! (`cfg(test)`), under `cargo fuzz` (`cfg(fuzzing)`: [`Inspect`] alone) and with
+//! `--cfg fkrng_test_hooks`, which README's test command sets through
+//! `--config .cargo/test-hooks.toml`. No Cargo feature or environment variable turns it on.
+//! Hidden from the documentation; not a stable API.
 
-#[cfg(all(feature = "std", any(test, feature = "test-hooks")))]
+#[cfg(all(feature = "std", any(test, fkrng_test_hooks)))]
 pub mod counters;
 #[cfg(all(test, feature = "std"))]
 pub(crate) mod entropy;
-pub(crate) mod keystream;
 #[cfg(all(test, feature = "std"))]
 pub(crate) mod lifecycle;
-#[cfg(all(feature = "std", any(test, feature = "test-hooks")))]
+#[cfg(all(feature = "std", any(test, fkrng_test_hooks)))]
 pub mod memory;
-#[cfg(all(feature = "std", any(test, feature = "test-hooks")))]
+#[cfg(all(feature = "std", any(test, fkrng_test_hooks)))]
 pub mod os;
-#[cfg(all(test, feature = "std"))]
-pub(crate) mod reads;
-#[cfg(all(feature = "std", any(test, feature = "test-hooks")))]
+#[cfg(all(feature = "std", any(test, fkrng_test_hooks)))]
 pub mod snapshot;
+
+use crate::generator::{FkeRng, KEY_LEN};
+
+/// A read-only view of an [`FkeRng`]'s state.
+#[derive(Clone, Copy)]
+pub struct Inspect<'a> {
+    /// The current key.
+    pub key: &'a [u8; KEY_LEN],
+    /// Unserved bytes at the end of the buffer.
+    pub available: usize,
+    /// The whole buffer (served bytes read as zero).
+    pub buffer: &'a [u8],
+}
+
+impl FkeRng {
+    /// The generator's state, for the differential tests and the fuzz target.
+    pub fn inspect(&self) -> Inspect<'_> {
+        let fke = self.fke();
+        Inspect {
+            key: fke.key(),
+            available: fke.available(),
+            buffer: fke.buffer(),
+        }
+    }
+}

@@ -7,26 +7,18 @@
 //! ways; and, in the unit tests, a stand-in page that the whole process follows
 //! (`follow`, a unit-test helper), in a test that runs alone in a process of its own.
 
-use crate::snapshot::{COUNTER, UNMAPPED};
-use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
-
-/// Set by [`stand_in_from_env`]: only then are the environment variables read.
-static FROM_ENV: AtomicBool = AtomicBool::new(false);
+use crate::lifecycle::snapshot::{COUNTER, DEVICE_COUNTER, STAND_IN, UNMAPPED};
+use core::sync::atomic::Ordering;
 
 /// Lets this process (and its forked children) take the stand-in named by
 /// `FKRNG_TEST_VMCLOCK_PATH` in place of the device, and stop when it is refused and
 /// `FKRNG_TEST_VMCLOCK_MUST_MAP` is set. Call it before the process's first read: the
 /// device is probed once, at the first seeding.
 pub fn stand_in_from_env() {
-    FROM_ENV.store(true, Ordering::Relaxed);
-}
-
-/// The mapped counter, once the probe succeeded.
-static DEVICE_COUNTER: AtomicPtr<AtomicU64> = AtomicPtr::new(core::ptr::null_mut());
-
-/// Records the counter the probe mapped, for [`follow_device`].
-pub(crate) fn remember_device(counter: *const AtomicU64) {
-    DEVICE_COUNTER.store(counter.cast_mut(), Ordering::Relaxed);
+    if let Some(path) = std::env::var_os("FKRNG_TEST_VMCLOCK_PATH") {
+        let must_map = std::env::var_os("FKRNG_TEST_VMCLOCK_MUST_MAP").is_some();
+        let _ = STAND_IN.set((path, must_map));
+    }
 }
 
 /// Points every thread's check at the mapped counter (`true`, if the probe mapped one)
@@ -43,35 +35,7 @@ pub fn follow_device(on: bool) -> bool {
     !core::ptr::eq(target, &UNMAPPED)
 }
 
-/// The stand-in named by `FKRNG_TEST_VMCLOCK_PATH`, probed in place of the device.
-pub(crate) fn stand_in_path() -> Option<std::ffi::OsString> {
-    if !FROM_ENV.load(Ordering::Relaxed) {
-        return None;
-    }
-    std::env::var_os("FKRNG_TEST_VMCLOCK_PATH")
-}
 
-/// Stops a run that sets `FKRNG_TEST_VMCLOCK_MUST_MAP` (the lifecycle tests re-run with the
-/// stand-in present) when the stand-in was refused, rather than let it pass without it.
-#[cfg_attr(
-    not(all(
-        target_os = "linux",
-        target_endian = "little",
-        target_pointer_width = "64"
-    )),
-    allow(dead_code)
-)]
-pub(crate) fn stand_in_refused(why: &dyn core::fmt::Debug) {
-    if FROM_ENV.load(Ordering::Relaxed) && std::env::var_os("FKRNG_TEST_VMCLOCK_MUST_MAP").is_some()
-    {
-        // Straight to the descriptor: the test harness captures `eprintln!`.
-        let _ = std::io::Write::write_all(
-            &mut std::io::stderr(),
-            format!("fkrng test hooks: the stand-in was refused: {why:?}\n").as_bytes(),
-        );
-        std::process::abort();
-    }
-}
 
 /// From now on every thread compares its state with `region`'s counter: the unit tests'
 /// stand-in page in place of the device (each such test runs alone in a process of its
@@ -83,8 +47,8 @@ pub(crate) fn stand_in_refused(why: &dyn core::fmt::Debug) {
     target_endian = "little",
     target_pointer_width = "64"
 ))]
-pub(crate) fn follow(region: crate::snapshot::Region) {
-    crate::snapshot::settled_generation();
+pub(crate) fn follow(region: crate::lifecycle::snapshot::Region) {
+    crate::lifecycle::snapshot::settled_generation();
     COUNTER
         .0
         .store(region.counter().cast_mut(), Ordering::Release);

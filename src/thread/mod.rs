@@ -4,29 +4,25 @@
 //!
 //! The thread-local slot holds a pointer and the re-entrancy flag ([`STATE`]); the state
 //! itself lives in a slot leased from the state pool [`STATES`]
-//! ([`crate::memory::StatePool`]: many states to a chunk, wipe-on-fork and do-not-dump on
+//! ([`crate::os::pages::StatePool`]: many states to a chunk, wipe-on-fork and do-not-dump on
 //! Linux). A second thread-local ([`OWNER`]) holds the lease and, when the thread exits,
 //! marks the thread's slot torn down (so that reads from later thread-local destructors
-//! take [`one_off::one_off_fill`]), then zeroes the whole slot and returns it to the pool.
+//! take [`one_off_fill`]), then zeroes the whole slot and returns it to the pool.
 
-mod one_off;
-mod schedule;
 mod state;
 #[cfg(test)]
 mod tests;
 
-pub use schedule::{RESEED_INTERVAL_NS, RESEED_MIN_BYTES};
-
 use crate::Error;
-use crate::entropy::Os;
-use crate::fork;
-use crate::memory::{Advice, Lease, StatePool};
+use crate::lifecycle::fork;
+use crate::lifecycle::one_off::{OneOff, one_off_fill};
+use crate::lifecycle::reseed::Monotonic;
+use crate::lifecycle::seed::Os;
+use crate::os::pages::Advice;
+use crate::pool::{Lease, StatePool};
 use core::cell::Cell;
 use core::ptr;
 use core::sync::atomic::{AtomicBool, Ordering, compiler_fence};
-pub(crate) use one_off::OneOff;
-use one_off::one_off_fill;
-use schedule::Monotonic;
 pub(crate) use state::{Slot, ThreadState};
 
 /// Marks a slot whose state was released at thread exit (or is being set up).
@@ -69,10 +65,11 @@ impl Drop for Owner {
             {
                 // SAFETY: the slot holds an initialised `Slot`; the thread slot no longer
                 // points to it, so no other reference exists.
-                let before =
-                    crate::test_hooks::lifecycle::Before::of(unsafe { &(*lease.as_ptr()).state });
+                let st = unsafe { &(*lease.as_ptr()).state };
+                let before = (st.life.seeded, st.fke.key() != &[0; 32], st.fke.available());
                 lease.wipe();
-                crate::test_hooks::lifecycle::record_release(before, &lease);
+                let (start, end) = lease.range();
+                crate::probe::hooks::released(start as *const u8, end - start, before);
             }
             // Zeroes the whole slot, then releases it.
             drop(lease);
@@ -80,13 +77,14 @@ impl Drop for Owner {
     }
 }
 
-/// The fork child handler's part: the pool's claims of the parent's other threads are
-/// cleared, so that their slots serve the child's new threads. When the forking thread is
-/// setting up or releasing its state (a fork from a signal handler that interrupted that),
-/// which slot it holds is not known: every claim is left as it was (those slots stay
-/// unused in the child, never shared). Async-signal-safe: atomic loads and stores.
-#[cfg_attr(any(not(unix), miri), allow(dead_code))] // no fork handler there
-pub(crate) fn reset_pool_after_fork() {
+/// The fork child handler, registered at a thread's set-up ([`register_atfork`]): the
+/// lifecycle's new epoch, then the pool's claims of the parent's other threads cleared, so
+/// that their slots serve the child's new threads. When the forking thread is setting up or
+/// releasing its state (a fork from a signal handler that interrupted that), which slot it
+/// holds is not known: every claim is left as it was (those slots stay unused in the
+/// child, never shared). Async-signal-safe: atomic loads and stores.
+extern "C" fn atfork_child() {
+    fork::in_child();
     let Ok(p) = STATE.try_with(|t| t.slot.get()) else {
         return;
     };
@@ -97,6 +95,15 @@ pub(crate) fn reset_pool_after_fork() {
     STATES.reset_after_fork(keep);
     #[cfg(test)]
     STATES_WITHOUT_WIPE_ON_FORK.reset_after_fork(keep);
+    // The vDSO's states, wiped by the kernel: their claims are cleared unless this thread
+    // forked during a lease of its own.
+    #[cfg(all(target_os = "linux", target_arch = "x86_64", not(miri)))]
+    crate::os::vdso::reset_after_fork();
+}
+
+/// Registers the process's fork handlers, with [`atfork_child`] as the child's.
+pub(crate) fn register_atfork() -> Result<(), Error> {
+    fork::register_atfork(atfork_child)
 }
 
 /// What a thread keeps in its thread-local memory: the pointer to its slot and the
@@ -137,7 +144,7 @@ fn set_slot(p: *mut Slot) {
 
 /// Marks a read under way on this thread and leaves it so, as a read does that a signal
 /// handler's `siglongjmp` abandoned (test hooks).
-#[cfg(any(test, feature = "test-hooks"))]
+#[cfg(any(test, fkrng_test_hooks))]
 pub(crate) fn abandon_read_in_progress() {
     STATE.with(|t| t.busy.store(true, Ordering::Relaxed));
 }
@@ -218,7 +225,7 @@ pub(crate) unsafe fn enter<R>(slot: *mut Slot, f: impl FnOnce(&mut ThreadState) 
 pub(crate) fn reseed() -> Result<(), Error> {
     let mut p = slot();
     if p.is_null() {
-        p = match set_up(fork::register_atfork, Advice::WipeOnFork)? {
+        p = match set_up(register_atfork, Advice::WipeOnFork)? {
             Some(p) => p,
             None => return Ok(()),
         };
@@ -236,7 +243,7 @@ fn fill_without_state(p: *mut Slot, dest: &mut [u8]) -> Result<(), Error> {
     if dest.is_empty() {
         return Ok(());
     }
-    if p.is_null() && set_up(fork::register_atfork, Advice::WipeOnFork)?.is_some() {
+    if p.is_null() && set_up(register_atfork, Advice::WipeOnFork)?.is_some() {
         return try_fill(dest);
     }
     one_off_fill(dest, OneOff::Unavailable)
@@ -264,8 +271,7 @@ pub(crate) fn set_up(
         set_slot(ptr::null_mut());
         return Ok(None);
     };
-    #[cfg(any(test, feature = "test-hooks"))]
-    crate::test_hooks::counters::count_state_set_up();
+        crate::probe::count(crate::probe::Event::StateSetUp);
     let p = lease.as_ptr();
     // Fails only once this thread's destructors have run; the slot is then released and
     // the thread's slot stays unavailable.
@@ -273,9 +279,5 @@ pub(crate) fn set_up(
         return Ok(None);
     }
     set_slot(p);
-    // The set-up is never made in a signal handler (it is not async-signal-safe; see
-    // `crate::fill`), so the thread runs on its own stack here, not on an alternate signal
-    // stack: its first refill needs no `sigaltstack` query unless a signal comes first.
-    crate::keystream::off_alternate_stack();
     Ok(Some(p))
 }

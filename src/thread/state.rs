@@ -2,13 +2,14 @@
 //! path (a copy from the buffer while the epoch and the VM generation are unchanged) and the
 //! cold slow path that (re)seeds, refills and fills directly.
 
-use super::schedule::{Clock, Lifecycle, Monotonic};
+use crate::lifecycle::one_off::{OneOff, one_off_fill};
+use crate::lifecycle::reseed::{Clock, Lifecycle, Monotonic};
 use crate::Error;
-use crate::entropy::diversifier::diversifier;
-use crate::entropy::{Entropy, Os};
-use crate::fork;
+use crate::os::diversifier::diversifier;
+use crate::lifecycle::seed::{Entropy, Os};
+use crate::lifecycle::fork;
 use crate::generator::{FkeState, KEY_LEN};
-use crate::snapshot;
+use crate::lifecycle::snapshot;
 use core::sync::atomic::{Ordering, compiler_fence};
 use zeroize::Zeroize;
 
@@ -70,8 +71,7 @@ impl ThreadState {
     pub(super) fn fill(&mut self, dest: &mut [u8]) -> Result<(), Error> {
         if dest.len() <= self.fke.available() {
             self.fke.serve(dest);
-            #[cfg(test)]
-            crate::test_hooks::reads::at(crate::test_hooks::reads::Point::AfterCopy);
+                        crate::probe::at(crate::probe::Point::AfterCopy);
             if self.current() {
                 return Ok(());
             }
@@ -87,8 +87,7 @@ impl ThreadState {
     #[inline(always)]
     pub(super) fn take<const N: usize>(&mut self) -> Option<[u8; N]> {
         let out = self.fke.take::<N>()?;
-        #[cfg(test)]
-        crate::test_hooks::reads::at(crate::test_hooks::reads::Point::AfterCopy);
+                crate::probe::at(crate::probe::Point::AfterCopy);
         if self.current() { Some(out) } else { None }
     }
 
@@ -99,8 +98,7 @@ impl ThreadState {
     #[inline(never)]
     fn discard_and_fill(&mut self, dest: &mut [u8]) -> Result<(), Error> {
         dest.zeroize();
-        #[cfg(any(test, feature = "test-hooks"))]
-        crate::test_hooks::counters::count_discarded_read();
+                crate::probe::count(crate::probe::Event::DiscardedRead);
         self.fill_slow(dest, &mut Os, &Monotonic)
     }
 
@@ -128,10 +126,9 @@ impl ThreadState {
                 return Ok(());
             }
             dest.zeroize();
-            #[cfg(any(test, feature = "test-hooks"))]
-            crate::test_hooks::counters::count_discarded_read();
+                        crate::probe::count(crate::probe::Event::DiscardedRead);
         }
-        super::one_off_fill(dest, super::OneOff::Interrupted)
+        one_off_fill(dest, OneOff::Interrupted)
     }
 
     /// One try of [`Self::fill_slow`]: (re)seeds when needed, then fills. `Ok(true)` when
@@ -148,13 +145,12 @@ impl ThreadState {
             if fork::fork_under_way() {
                 // A fork handler's read (fkrng's prepare handler moved the epoch): the
                 // child inherits this state, so it is neither reseeded nor read now.
-                return super::one_off_fill(dest, super::OneOff::ForkUnderWay).map(|()| false);
+                return one_off_fill(dest, OneOff::ForkUnderWay).map(|()| false);
             }
             // Strict: no output from an unseeded, inherited or restored key.
             self.reseed(os, clock)?;
-            #[cfg(any(test, feature = "test-hooks"))]
-            if restored {
-                crate::test_hooks::counters::count_snapshot_reseed();
+                        if restored {
+                crate::probe::count(crate::probe::Event::SnapshotReseed);
             }
         }
         let Self { fke, life, .. } = self;

@@ -1,11 +1,11 @@
-use super::schedule::{Clock, RESEED_INTERVAL_NS, RESEED_MIN_BYTES};
+use crate::lifecycle::reseed::{Clock, RESEED_INTERVAL_NS, RESEED_MIN_BYTES};
 use super::*;
 use crate::generator::{FkeState, KEY_LEN};
-use crate::memory::Advice;
-use crate::snapshot;
+use crate::os::pages::Advice;
+use crate::lifecycle::snapshot;
 use crate::test_hooks::entropy::FakeEntropy;
 use crate::test_hooks::lifecycle::{Release, releases, set_up_without_wipe_on_fork, steady_epoch};
-#[cfg(all(target_os = "linux", feature = "test-hooks"))]
+#[cfg(all(target_os = "linux", fkrng_test_hooks))]
 use crate::test_hooks::lifecycle::{in_child, in_new_process};
 use crate::test_hooks::memory::state_memory;
 
@@ -184,14 +184,14 @@ fn thread_exit_wipes_state_before_release() {
     let ours: Vec<&Release> = log.iter().filter(|r| r.addr == addr).collect();
     assert!(
         ours.iter()
-            .any(|r| r.before.seeded && r.before.key_nonzero && r.before.available == 992 - 123),
+            .any(|r| r.before == (true, true, 992 - 123)),
         "the thread's state was released holding a seeded key and 869 unserved bytes"
     );
     for r in log.iter() {
         assert!(
             r.pages_zero_after,
             "a state at {:#x} (seeded: {}, key non-zero: {}, unserved bytes: {}) was released with non-zero bytes",
-            r.addr, r.before.seeded, r.before.key_nonzero, r.before.available
+            r.addr, r.before.0, r.before.1, r.before.2
         );
     }
 }
@@ -204,7 +204,7 @@ fn state_pages_are_wipe_on_fork_and_dont_dump() {
         return;
     }
     let (start, _) = crate::test_hooks::memory::state_range().expect("state mapped");
-    let flags = crate::memory::smaps_flags(start).expect("mapping listed in smaps");
+    let flags = crate::os::pages::smaps_flags(start).expect("mapping listed in smaps");
     let flags: Vec<&str> = flags.split_whitespace().collect();
     assert!(flags.contains(&"wf"), "{flags:?}");
     assert!(flags.contains(&"dd"), "{flags:?}");
@@ -287,7 +287,7 @@ fn reseed_mixes_the_key_and_discards_the_buffer() {
     let s = [0xc3; KEY_LEN];
     let mut os = FakeEntropy::fixed(s, 7);
     a.reseed(&mut os, &clock).unwrap();
-    let d = crate::entropy::diversifier::LAST.get();
+    let d = crate::os::diversifier::LAST.get();
     let mixed: Vec<u8> = (0..KEY_LEN).map(|i| key_before[i] ^ s[i] ^ d[i]).collect();
     assert_eq!(a.fke.key()[..], mixed[..], "K = K XOR S XOR D");
     assert_eq!(a.fke.available(), 0);
@@ -399,14 +399,14 @@ fn madvise_honoured(claim: &str) -> bool {
 /// With wipe-on-fork switched off for this thread's state, only the atfork epoch keeps a
 /// `fork()` child from replaying the parent; a raw `clone` (no atfork handler) shows
 /// that the switch took effect.
-#[cfg(all(target_os = "linux", feature = "test-hooks"))]
+#[cfg(all(target_os = "linux", fkrng_test_hooks))]
 #[test]
 fn atfork_epoch_alone_reseeds_a_forked_child() {
     std::thread::spawn(|| {
         set_up_without_wipe_on_fork();
         crate::fill(&mut [0u8; 16]);
         let (start, _) = crate::test_hooks::memory::state_range().expect("state mapped");
-        let flags = crate::memory::smaps_flags(start).expect("mapping listed in smaps");
+        let flags = crate::os::pages::smaps_flags(start).expect("mapping listed in smaps");
         let flags: Vec<&str> = flags.split_whitespace().collect();
         assert!(
             !flags.contains(&"wf"),
@@ -448,7 +448,7 @@ fn atfork_epoch_alone_reseeds_a_forked_child() {
 /// it must not get the parent's next bytes (the prepare handler moved the epoch before
 /// the fork). Needs a process in which fkrng has not registered its handlers yet, so
 /// the test runs itself again in a new process.
-#[cfg(all(target_os = "linux", feature = "test-hooks"))]
+#[cfg(all(target_os = "linux", fkrng_test_hooks))]
 #[test]
 fn a_child_handler_registered_before_fkrng_gets_fresh_bytes() {
     let Some(text) =
@@ -462,7 +462,7 @@ fn a_child_handler_registered_before_fkrng_gets_fresh_bytes() {
     );
 }
 
-#[cfg(all(target_os = "linux", feature = "test-hooks"))]
+#[cfg(all(target_os = "linux", fkrng_test_hooks))]
 fn child_handler_order_in_this_process() {
     use core::sync::atomic::AtomicU8;
     static READ_IN_CHILD: [AtomicU8; 32] = [const { AtomicU8::new(0) }; 32];
@@ -506,7 +506,7 @@ fn child_handler_order_in_this_process() {
 /// before fkrng's. Neither read may reseed or serve the state the child inherits, or the
 /// child's read would be the parent's next bytes: both take the one-off path while the
 /// fork is under way.
-#[cfg(all(target_os = "linux", feature = "test-hooks"))]
+#[cfg(all(target_os = "linux", fkrng_test_hooks))]
 #[test]
 fn prepare_and_child_handlers_registered_before_fkrng_get_fresh_bytes() {
     let Some(text) = in_new_process(
@@ -520,7 +520,7 @@ fn prepare_and_child_handlers_registered_before_fkrng_get_fresh_bytes() {
     );
 }
 
-#[cfg(all(target_os = "linux", feature = "test-hooks"))]
+#[cfg(all(target_os = "linux", fkrng_test_hooks))]
 fn prepare_and_child_handlers_in_this_process() {
     use core::sync::atomic::AtomicU8;
     static READ_IN_PREPARE: [AtomicU8; 32] = [const { AtomicU8::new(0) }; 32];
@@ -648,7 +648,7 @@ fn a_thread_state_takes_a_third_of_a_page_and_two_thread_locals() {
         let m = state_memory().expect("storage after a read");
         assert_eq!(m.state, 1152, "{m:?}");
         #[cfg(all(any(target_os = "linux", target_os = "android"), not(miri)))]
-        let unit = crate::memory::page_size();
+        let unit = crate::os::pages::page_size();
         #[cfg(any(not(any(target_os = "linux", target_os = "android")), miri))]
         let unit = 4096;
         assert_eq!(
@@ -749,7 +749,7 @@ fn fixed_size_reads_serve_the_next_bytes_and_zero_them() {
 
 /// Threads of the pool test that hold states across its forks (and that its forked child
 /// starts).
-#[cfg(all(target_os = "linux", feature = "test-hooks"))]
+#[cfg(all(target_os = "linux", fkrng_test_hooks))]
 const HOLDERS: usize = 6;
 
 /// The state pool across `fork()` and a raw `clone`: in a forked child only the forking
@@ -757,7 +757,7 @@ const HOLDERS: usize = 6;
 /// threads, six of which are alive and holding states here), and the child's new threads
 /// lease those slots, never the forking thread's, without a new chunk; a raw `clone` runs
 /// no handler, so there every claim stays (those slots are left unused, never shared).
-#[cfg(all(target_os = "linux", feature = "test-hooks"))]
+#[cfg(all(target_os = "linux", fkrng_test_hooks))]
 #[test]
 fn a_forked_childs_new_threads_take_the_slots_of_threads_it_lacks() {
     use std::sync::Barrier;
@@ -813,7 +813,7 @@ fn a_forked_childs_new_threads_take_the_slots_of_threads_it_lacks() {
 }
 
 /// In a forked child: the pool's claims, in `out[0]`.
-#[cfg(all(target_os = "linux", feature = "test-hooks"))]
+#[cfg(all(target_os = "linux", fkrng_test_hooks))]
 fn census() -> Option<[u8; 32]> {
     let mut out = [0u8; 32];
     out[0] = STATES.census().1.min(255) as u8;
@@ -822,7 +822,7 @@ fn census() -> Option<[u8; 32]> {
 
 /// In a forked child: the pool's claims (`out[0]`), then six new threads' reads; `out[1]`
 /// is 1 when none of them leased the forking thread's slot, `out[2]` the chunks published.
-#[cfg(all(target_os = "linux", feature = "test-hooks"))]
+#[cfg(all(target_os = "linux", fkrng_test_hooks))]
 fn census_and_spawn() -> Option<[u8; 32]> {
     let forking = slot() as usize;
     let (_, claimed) = STATES.census();
@@ -846,20 +846,20 @@ fn census_and_spawn() -> Option<[u8; 32]> {
 
 /// How the signal handler of [`read_interrupted_by_fork`] makes its child: 1 by `fork()`,
 /// 2 by a raw `clone` (no atfork handler runs).
-#[cfg(all(target_os = "linux", feature = "test-hooks"))]
+#[cfg(all(target_os = "linux", fkrng_test_hooks))]
 static FORK_HOW: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
 /// What the handler's fork returned: the child's id in the parent, 0 in the child.
-#[cfg(all(target_os = "linux", feature = "test-hooks"))]
+#[cfg(all(target_os = "linux", fkrng_test_hooks))]
 static FORKED: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(-1);
 /// Whether the handler, in the child, reads 16 bytes itself before returning to the
 /// interrupted read.
-#[cfg(all(target_os = "linux", feature = "test-hooks"))]
+#[cfg(all(target_os = "linux", fkrng_test_hooks))]
 static READ_IN_CHILD: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 /// What that read in the child returned.
-#[cfg(all(target_os = "linux", feature = "test-hooks"))]
+#[cfg(all(target_os = "linux", fkrng_test_hooks))]
 static CHILD_HANDLER_READ: std::sync::Mutex<[u8; 16]> = std::sync::Mutex::new([0; 16]);
 
-#[cfg(all(target_os = "linux", feature = "test-hooks"))]
+#[cfg(all(target_os = "linux", fkrng_test_hooks))]
 extern "C" fn fork_in_handler(_: libc::c_int) {
     use std::sync::atomic::Ordering::SeqCst;
     let pid = if FORK_HOW.load(SeqCst) == 1 {
@@ -878,7 +878,7 @@ extern "C" fn fork_in_handler(_: libc::c_int) {
     }
 }
 
-#[cfg(all(target_os = "linux", feature = "test-hooks"))]
+#[cfg(all(target_os = "linux", fkrng_test_hooks))]
 fn raise_fork_signal() {
     // SAFETY: raises a signal whose handler (installed by the test) is `fork_in_handler`.
     unsafe { libc::raise(libc::SIGUSR1) };
@@ -890,9 +890,9 @@ fn raise_fork_signal() {
 /// child's result of that one read, and the 16 bytes the state held for it, or `None` if
 /// the child did not exit with status 0 after sending its result. A child whose result
 /// equals its handler's own read sends zeros instead, which the test rejects.
-#[cfg(all(target_os = "linux", feature = "test-hooks"))]
+#[cfg(all(target_os = "linux", fkrng_test_hooks))]
 fn read_interrupted_by_fork(
-    point: crate::test_hooks::reads::Point,
+    point: crate::probe::Point,
     raw_clone: bool,
     fixed: bool,
     read_in_child: bool,
@@ -908,7 +908,7 @@ fn read_interrupted_by_fork(
     FORK_HOW.store(if raw_clone { 2 } else { 1 }, SeqCst);
     FORKED.store(-1, SeqCst);
     READ_IN_CHILD.store(read_in_child, SeqCst);
-    crate::test_hooks::reads::arm(point, raise_fork_signal);
+    crate::probe::hooks::arm(point, raise_fork_signal);
     let mut out = [0u8; 16];
     if fixed {
         out = crate::array::<16>();
@@ -949,10 +949,10 @@ fn read_interrupted_by_fork(
 /// before or after its bytes are copied: parent and child both return fresh bytes of
 /// their own, never the bytes the state held when the read began (which both processes
 /// copied) and never the zeros a child's copy from its wiped state makes.
-#[cfg(all(target_os = "linux", feature = "test-hooks"))]
+#[cfg(all(target_os = "linux", fkrng_test_hooks))]
 #[test]
 fn a_read_interrupted_by_a_fork_in_a_signal_handler_is_served_again() {
-    use crate::test_hooks::reads::Point::{AfterCopy, BeforeCopy};
+    use crate::probe::Point::{AfterCopy, BeforeCopy};
     if in_new_process(
         "thread::tests::a_read_interrupted_by_a_fork_in_a_signal_handler_is_served_again",
     )

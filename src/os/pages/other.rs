@@ -16,7 +16,7 @@ use core::ptr::NonNull;
 ///
 /// # Panics
 /// If `layout` is zero-sized (a chunk is 64 KiB).
-pub(super) fn map(layout: Layout, _advice: Advice) -> Option<(NonNull<u8>, usize, bool)> {
+pub(crate) fn map(layout: Layout, _advice: Advice) -> Option<(NonNull<u8>, usize, bool)> {
     assert!(layout.size() > 0, "zero-sized state");
     // SAFETY: the layout is not zero-sized (checked above).
     let raw = unsafe { std::alloc::alloc_zeroed(layout) };
@@ -25,12 +25,12 @@ pub(super) fn map(layout: Layout, _advice: Advice) -> Option<(NonNull<u8>, usize
 
 /// The unit that no pooled state straddles: 4096 bytes (there are no pages to respect on
 /// the heap; the figure keeps the pool's layout the same everywhere).
-pub(super) fn unit() -> usize {
+pub(crate) fn unit() -> usize {
     4096
 }
 
 /// No OS check exists here: never honoured.
-pub(super) fn probe_honoured() -> bool {
+pub(crate) fn probe_honoured() -> bool {
     false
 }
 
@@ -39,7 +39,7 @@ pub(super) fn probe_honoured() -> bool {
 /// # Safety
 /// `ptr` came from `map(layout, _)` with this `layout` and is freed once; nothing uses it
 /// afterwards.
-pub(super) unsafe fn unmap(ptr: NonNull<u8>, _len: usize, layout: Layout) {
+pub(crate) unsafe fn unmap(ptr: NonNull<u8>, _len: usize, layout: Layout) {
     // SAFETY: allocated with this layout by `map` (caller's contract).
     unsafe { std::alloc::dealloc(ptr.as_ptr(), layout) }
 }

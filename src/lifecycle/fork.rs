@@ -4,7 +4,7 @@
 //!
 //! Two mechanisms are used together:
 //!
-//! - **Wipe-on-fork pages (Linux 4.14 and later)**, in [`crate::memory`]: a child gets zero
+//! - **Wipe-on-fork pages (Linux 4.14 and later)**, in [`crate::os::pages`]: a child gets zero
 //!   pages where its parent's states were, so its first read seeds from the OS; this covers
 //!   raw `clone()` calls that run no atfork handlers too.
 //! - **A process-wide epoch.** [`EPOCH`] is bumped by `pthread_atfork` prepare and child
@@ -17,9 +17,10 @@
 //! The PID is never used: PIDs are reused, and a grandchild can get its grandparent's PID.
 
 use crate::Error;
+use crate::os::atfork::{self, Handler};
 #[cfg(test)]
-use crate::memory::UNKNOWN;
-use crate::memory::{self, HONOURED, NOT_HONOURED};
+use crate::os::pages::UNKNOWN;
+use crate::os::pages::{self, HONOURED, NOT_HONOURED};
 use core::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, Ordering};
 
 /// The epoch alone on a 64-byte cache line, so that no frequently written static the linker
@@ -78,7 +79,6 @@ pub(crate) fn fork_under_way() -> bool {
 /// for its own child handler: handlers registered by other libraries before fkrng's run
 /// first in the child, and one of them may read (prepare handlers run in the reverse order,
 /// so this one runs before theirs).
-#[cfg(all(unix, not(miri)))]
 extern "C" fn atfork_prepare() {
     // Async-signal-safe: two atomic adds. The count goes up first, so that a read that
     // sees the new epoch also sees the fork under way.
@@ -89,7 +89,6 @@ extern "C" fn atfork_prepare() {
 
 /// Runs in the parent after the fork: this fork is no longer under way. The epoch moved in
 /// the prepare handler, so the parent's next read reseeds.
-#[cfg(all(unix, not(miri)))]
 extern "C" fn atfork_parent() {
     // Async-signal-safe: one atomic update, which never goes below 0 (a count that wrapped
     // would send every read to the one-off path).
@@ -97,21 +96,14 @@ extern "C" fn atfork_parent() {
         FORKS_UNDER_WAY.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
 }
 
-/// Runs in the child after the fork: a new epoch (the child's reads reseed), no fork under
-/// way (the forks other threads of the parent had under way do not continue here), and the
-/// state slots of the parent's other threads returned to the pool.
-#[cfg(all(unix, not(miri)))]
-extern "C" fn atfork_child() {
-    // Async-signal-safe: atomic updates only.
+/// The lifecycle's part of the child handler, which the thread layer registers
+/// ([`register_atfork`]): a new epoch (the child's reads reseed) and no fork under way (the
+/// forks other threads of the parent had under way do not continue here).
+/// Async-signal-safe: atomic updates only.
+pub(crate) fn in_child() {
     bump_epoch();
     FORKS.fetch_add(1, Ordering::Relaxed);
     FORKS_UNDER_WAY.store(0, Ordering::Relaxed);
-    // The parent's other threads do not exist here: their state slots become free.
-    crate::thread::reset_pool_after_fork();
-    // The vDSO's states, wiped by the kernel: their claims are cleared unless this
-    // thread forked during a lease of its own.
-    #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
-    crate::entropy::vdso::reset_after_fork();
 }
 
 const HANDLERS_UNREGISTERED: u8 = 0;
@@ -121,30 +113,19 @@ const HANDLERS_FAILED: u8 = 2;
 /// Whether this process's fork handlers are registered (or the last try failed).
 static HANDLERS: AtomicU8 = AtomicU8::new(HANDLERS_UNREGISTERED);
 
-/// Registers the prepare and child fork handlers once per process (Unix); a no-op
-/// elsewhere. Called at every thread's first read.
+/// Registers the prepare and parent handlers and `child` (which must call [`in_child`])
+/// once per process (Unix); a no-op elsewhere. Called at every thread's first read.
 ///
 /// # Errors
 /// [`Error`] with `pthread_atfork`'s error number (`ENOMEM`) when the handlers cannot be
 /// registered; the next thread set-up tries again.
-pub(crate) fn register_atfork() -> Result<(), Error> {
-    // (Miri has no `fork` and no `pthread_atfork`.)
-    #[cfg(all(unix, not(miri)))]
-    if HANDLERS.load(Ordering::Acquire) != HANDLERS_REGISTERED {
-        return register_with(&HANDLERS, || {
-            // SAFETY: the three handlers are `extern "C"` functions without arguments that
-            // live for the whole program and only update atomics, which is safe in a child
-            // forked from a multi-threaded parent.
-            unsafe {
-                libc::pthread_atfork(
-                    Some(atfork_prepare),
-                    Some(atfork_parent),
-                    Some(atfork_child),
-                )
-            }
-        });
+pub(crate) fn register_atfork(child: Handler) -> Result<(), Error> {
+    if HANDLERS.load(Ordering::Acquire) == HANDLERS_REGISTERED {
+        return Ok(());
     }
-    Ok(())
+    register_with(&HANDLERS, || {
+        atfork::register(atfork_prepare, atfork_parent, child)
+    })
 }
 
 /// Runs `register` (returning 0 or an error number, as `pthread_atfork` does) and records
@@ -155,7 +136,6 @@ pub(crate) fn register_atfork() -> Result<(), Error> {
 /// makes a fork bump the epoch more than once; and a child forked while another thread was
 /// in here (a thread that does not exist in the child) never waits for it, as it would on
 /// a `Once` left mid-initialisation.
-#[cfg_attr(any(not(unix), miri), allow(dead_code))]
 fn register_with(state: &AtomicU8, register: impl FnOnce() -> i32) -> Result<(), Error> {
     match register() {
         0 => {
@@ -202,7 +182,7 @@ pub enum ForkProtection {
 /// advice, or a `/proc` that cannot be read, gives `AtforkEpoch`. Later calls are a load.
 pub fn fork_protection() -> Option<ForkProtection> {
     protection(
-        memory::wipe_on_fork(),
+        pages::wipe_on_fork(),
         HANDLERS.load(Ordering::Relaxed),
         cfg!(all(unix, not(miri))),
     )
@@ -260,7 +240,7 @@ mod tests {
 
     /// A child forked while another thread is inside the registration (a thread that does
     /// not exist in the child) registers at its own first read without waiting for it.
-    #[cfg(all(unix, feature = "test-hooks"))]
+    #[cfg(all(unix, fkrng_test_hooks))]
     #[test]
     fn a_child_forked_during_registration_does_not_wait_for_it() {
         use fkrng_test_support::child::{self, How, Status};

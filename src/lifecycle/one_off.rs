@@ -2,7 +2,7 @@
 //! generator keyed with 32 fresh OS bytes for that read alone, wiped when done.
 
 use crate::Error;
-use crate::entropy::{Entropy, Os};
+use crate::lifecycle::seed::{Entropy, Os};
 use crate::generator::{FkeState, KEY_LEN};
 use zeroize::Zeroize;
 
@@ -27,10 +27,11 @@ pub(crate) fn one_off_fill(dest: &mut [u8], why: OneOff) -> Result<(), Error> {
     if dest.is_empty() {
         return Ok(());
     }
-    #[cfg(any(test, feature = "test-hooks"))]
-    crate::test_hooks::counters::count_one_off(why);
-    #[cfg(not(any(test, feature = "test-hooks")))]
-    let _ = why;
+    crate::probe::count(match why {
+        OneOff::Interrupted => crate::probe::Event::OneOffInterrupted,
+        OneOff::Unavailable => crate::probe::Event::OneOffUnavailable,
+        OneOff::ForkUnderWay => crate::probe::Event::OneOffForkUnderWay,
+    });
     // A fork from a signal handler, or a restore, while the one-off generator runs gives
     // two processes the same generator (it lives on the stack): its bytes are discarded and
     // the read made again with a new one, as often as a fork or a restore happened during
@@ -38,16 +39,15 @@ pub(crate) fn one_off_fill(dest: &mut [u8], why: OneOff) -> Result<(), Error> {
     // also moves and which could keep this loop going. (A raw `clone` runs no handler and
     // leaves the stack as it was: that one case is not seen here.)
     loop {
-        let forks = crate::fork::forks();
-        let generation = crate::snapshot::generation();
+        let forks = crate::lifecycle::fork::forks();
+        let generation = crate::lifecycle::snapshot::generation();
         one_off_once(dest)?;
         core::sync::atomic::compiler_fence(core::sync::atomic::Ordering::SeqCst);
-        if forks == crate::fork::forks() && generation == crate::snapshot::generation() {
+        if forks == crate::lifecycle::fork::forks() && generation == crate::lifecycle::snapshot::generation() {
             return Ok(());
         }
         dest.zeroize();
-        #[cfg(any(test, feature = "test-hooks"))]
-        crate::test_hooks::counters::count_discarded_read();
+        crate::probe::count(crate::probe::Event::DiscardedRead);
     }
 }
 
@@ -60,7 +60,7 @@ fn one_off_once(dest: &mut [u8]) -> Result<(), Error> {
     let draw = Os.seed(&mut s);
     one_off.mix_key(&s);
     // The counter and clocks, as at every seed (`entropy::diversifier`).
-    crate::entropy::diversifier::diversifier(&mut s, false);
+    crate::os::diversifier::diversifier(&mut s, false);
     one_off.mix_key(&s);
     s.zeroize();
     if let Err(e) = draw {

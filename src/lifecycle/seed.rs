@@ -1,7 +1,5 @@
-//! OS entropy: on Linux and Android the `getrandom` system call, with a device fallback that
-//! is checked at every seed ([`linux`]); elsewhere the platform's source through the
-//! `getrandom` crate (`getentropy` on macOS and the BSDs, `ProcessPrng` on Windows, WASI's
-//! `random_get`).
+//! Seeding: 32 bytes of key material and a 32-bit budget draw from a source of entropy,
+//! the OS's ([`Os`]) or a test's.
 
 use crate::Error;
 use crate::generator::KEY_LEN;
@@ -13,7 +11,7 @@ pub(crate) trait Entropy {
     fn fill(&mut self, dest: &mut [u8]) -> Result<(), Error>;
 
     /// As [`Self::fill`], for a new thread's first seed, where the source has a cheaper way
-    /// for it (the vDSO on Linux, [`fill_new_thread`]).
+    /// for it (the vDSO on Linux, [`crate::os::fill_new_thread`]).
     fn fill_new_thread(&mut self, dest: &mut [u8]) -> Result<(), Error> {
         self.fill(dest)
     }
@@ -61,49 +59,17 @@ fn seed_from(
     Ok(extra)
 }
 
-/// The operating system's source.
+/// The operating system's source ([`crate::os::fill`]).
 pub(crate) struct Os;
 
 impl Entropy for Os {
     #[inline]
     fn fill(&mut self, dest: &mut [u8]) -> Result<(), Error> {
-        #[cfg(any(test, feature = "test-hooks"))]
-        crate::test_hooks::counters::count_os_read();
-        fill(dest)
+        crate::os::fill(dest)
     }
 
     #[inline]
     fn fill_new_thread(&mut self, dest: &mut [u8]) -> Result<(), Error> {
-        #[cfg(any(test, feature = "test-hooks"))]
-        crate::test_hooks::counters::count_os_read();
-        fill_new_thread(dest)
+        crate::os::fill_new_thread(dest)
     }
 }
-
-/// As [`fill`], for a new thread's first seed: on x86-64 Linux, from the
-/// kernel's `getrandom` in the vDSO (Linux 6.11 and later) once the system call has answered
-/// in this process, which saves the system call (`vdso`); elsewhere [`fill`].
-pub(crate) fn fill_new_thread(dest: &mut [u8]) -> Result<(), Error> {
-    #[cfg(all(any(target_os = "linux", target_os = "android"), not(miri)))]
-    return linux::fill_new_thread(dest);
-    #[cfg(any(not(any(target_os = "linux", target_os = "android")), miri))]
-    return fill(dest);
-}
-
-/// Fills `dest` straight from the OS: the kernel's source on Linux and Android (retrying on
-/// `EINTR`), the `getrandom` crate's elsewhere.
-pub(crate) fn fill(dest: &mut [u8]) -> Result<(), Error> {
-    #[cfg(all(any(target_os = "linux", target_os = "android"), not(miri)))]
-    return linux::fill(dest);
-    // (Miri runs the `getrandom` crate's calls, not the device fallback of `linux`.)
-    #[cfg(any(not(any(target_os = "linux", target_os = "android")), miri))]
-    return getrandom::fill(dest).map_err(Error::from);
-}
-
-#[cfg(all(any(target_os = "linux", target_os = "android"), not(miri)))]
-mod linux;
-
-#[cfg(all(target_os = "linux", target_arch = "x86_64", not(miri)))]
-pub(crate) mod vdso;
-
-pub(crate) mod diversifier;

@@ -1,6 +1,6 @@
-use super::device::*;
+use crate::os::vmclock::*;
 use super::*;
-use crate::memory::page_size;
+use crate::os::pages::page_size;
 use crate::test_hooks::lifecycle::{forking, in_child, in_new_process, unreseeded_continuation};
 use core::sync::atomic::{AtomicU32, fence};
 use fkrng_test_support::child::{self, How, Status};
@@ -330,7 +330,7 @@ fn read_after_restore(expected_generation: u64) -> [u8; 32] {
 #[test]
 fn counter_change_reseeds_every_thread_before_its_next_output() {
     // The whole process follows the stand-in: alone in a process of its own.
-    if in_new_process("snapshot::tests::counter_change_reseeds_every_thread_before_its_next_output")
+    if in_new_process("lifecycle::snapshot::tests::counter_change_reseeds_every_thread_before_its_next_output")
         .is_some()
     {
         return;
@@ -413,7 +413,7 @@ fn next_32() -> Option<[u8; 32]> {
 fn clones_of_a_snapshot_diverge_at_the_first_read_after_the_change() {
     // The whole process follows the stand-in: alone in a process of its own.
     if in_new_process(
-        "snapshot::tests::clones_of_a_snapshot_diverge_at_the_first_read_after_the_change",
+        "lifecycle::snapshot::tests::clones_of_a_snapshot_diverge_at_the_first_read_after_the_change",
     )
     .is_some()
     {
@@ -478,9 +478,9 @@ fn restore_now() {
 /// zeros, but bytes of a state reseeded for the new counter value.
 #[test]
 fn a_read_during_which_the_counter_moves_is_served_again() {
-    use crate::test_hooks::reads::{Point, arm};
+    use crate::probe::{Point, hooks::arm};
     // The whole process follows the stand-in: alone in a process of its own.
-    if in_new_process("snapshot::tests::a_read_during_which_the_counter_moves_is_served_again")
+    if in_new_process("lifecycle::snapshot::tests::a_read_during_which_the_counter_moves_is_served_again")
         .is_some()
     {
         return;

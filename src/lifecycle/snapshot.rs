@@ -49,11 +49,10 @@
     allow(dead_code)
 )]
 
-mod device;
 // (The tests use the repository's support crate, so they build where the cfg is set.)
 #[cfg(all(
     test,
-    feature = "test-hooks",
+    fkrng_test_hooks,
     target_os = "linux",
     target_endian = "little",
     target_pointer_width = "64",
@@ -62,15 +61,15 @@ mod device;
 mod tests;
 
 use core::sync::atomic::{AtomicPtr, AtomicU8, AtomicU64, Ordering};
-use device::OFFSET_VM_GENERATION_COUNTER;
-pub(crate) use device::Region;
+use crate::os::vmclock::OFFSET_VM_GENERATION_COUNTER;
+pub(crate) use crate::os::vmclock::Region;
 #[cfg(all(
     target_os = "linux",
     target_endian = "little",
     target_pointer_width = "64",
     not(miri)
 ))]
-use device::map;
+use crate::os::vmclock::map;
 
 /// The fallback counter when no device is mapped: never changes.
 pub(crate) static UNMAPPED: AtomicU64 = AtomicU64::new(0);
@@ -165,7 +164,7 @@ pub(crate) fn settled_generation() -> u64 {
     }
     match mapped_region() {
         Some(region) => match region.settled() {
-            Some((flags, _)) if flags & device::VMCLOCK_FLAG_VM_GEN_COUNTER_PRESENT == 0 => {
+            Some((flags, _)) if flags & crate::os::vmclock::VMCLOCK_FLAG_VM_GEN_COUNTER_PRESENT == 0 => {
                 lapse();
                 generation()
             }
@@ -213,8 +212,8 @@ fn probe_once() {
     }
     match map_device() {
         Some(region) => {
-            #[cfg(any(test, feature = "test-hooks"))]
-            crate::test_hooks::snapshot::remember_device(region.counter());
+            #[cfg(any(test, fkrng_test_hooks))]
+            DEVICE_COUNTER.store(region.counter().cast_mut(), Ordering::Relaxed);
             COUNTER
                 .0
                 .store(region.counter().cast_mut(), Ordering::Release);
@@ -227,12 +226,23 @@ fn probe_once() {
 /// The device path: `/dev/vmclock0`, or in builds with the test hooks (never a build of
 /// the published crate) the stand-in they name.
 fn device_path() -> std::ffi::OsString {
-    #[cfg(any(test, feature = "test-hooks"))]
-    if let Some(path) = crate::test_hooks::snapshot::stand_in_path() {
-        return path;
+    #[cfg(any(test, fkrng_test_hooks))]
+    if let Some((path, _)) = STAND_IN.get() {
+        return path.clone();
     }
     DEVICE.into()
 }
+
+/// Builds with the test hooks only: the file mapped instead of [`DEVICE`], and whether a
+/// failure to map it aborts the process (set by `test_hooks::snapshot`).
+#[cfg(any(test, fkrng_test_hooks))]
+pub(crate) static STAND_IN: std::sync::OnceLock<(std::ffi::OsString, bool)> =
+    std::sync::OnceLock::new();
+
+/// Builds with the test hooks only: the mapped counter, which the hooks can switch
+/// [`COUNTER`] back to after pointing it elsewhere.
+#[cfg(any(test, fkrng_test_hooks))]
+pub(crate) static DEVICE_COUNTER: AtomicPtr<AtomicU64> = AtomicPtr::new(core::ptr::null_mut());
 
 #[cfg(all(
     target_os = "linux",
@@ -242,9 +252,10 @@ fn device_path() -> std::ffi::OsString {
 ))]
 fn map_device() -> Option<Region> {
     let mapped = map(std::path::Path::new(&device_path()));
-    #[cfg(any(test, feature = "test-hooks"))]
-    if let Err(why) = &mapped {
-        crate::test_hooks::snapshot::stand_in_refused(why);
+    #[cfg(any(test, fkrng_test_hooks))]
+    if let (Err(why), Some((_, true))) = (&mapped, STAND_IN.get()) {
+        std::eprintln!("fkrng test hooks: the stand-in was refused: {why:?}");
+        std::process::abort();
     }
     mapped.ok()
 }

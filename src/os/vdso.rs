@@ -91,7 +91,7 @@ fn function() -> Option<VGetrandom> {
 }
 
 /// Whether the vDSO offers `getrandom` to this process (looked up now if not yet).
-#[cfg(any(test, feature = "test-hooks"))]
+#[cfg(any(test, fkrng_test_hooks))]
 pub(crate) fn available() -> bool {
     function().is_some()
 }
@@ -135,20 +135,6 @@ fn find_function() -> Option<usize> {
     Some(address)
 }
 
-/// The running kernel's `LINUX_VERSION_CODE` (`major << 16 | minor << 8 | patch`, the
-/// patch level capped at 255), from the `Linux` note of type 0 that every x86 vDSO image
-/// carries (`arch/x86/entry/vdso/vdso-note.S`): plain memory reads, no system call, so a
-/// sandbox that refuses `uname` is not asked. `None` without a vDSO or such a note.
-pub(crate) fn kernel_version() -> Option<u32> {
-    // SAFETY: as in `find_function`.
-    let image = unsafe { libc::getauxval(AT_SYSINFO_EHDR) } as usize;
-    if image == 0 {
-        return None;
-    }
-    // SAFETY: `image` is the vDSO's ELF image, as `linux_note` requires.
-    unsafe { linux_note(image) }
-}
-
 /// The program headers of the ELF image at `image`, if it is a 64-bit image whose program
 /// headers have the size this machine's `ProgramHeader` has.
 ///
@@ -171,44 +157,6 @@ unsafe fn program_headers<'a>(image: usize) -> Option<&'a [ProgramHeader]> {
             (image + header.program_headers as usize) as *const ProgramHeader,
             usize::from(header.program_header_count),
         ))
-    }
-}
-
-/// The 4-byte descriptor of the `Linux` note of type 0 in the image's `PT_NOTE` segments.
-///
-/// # Safety
-/// As for [`lookup`]: `image` is a mapped, well-formed 64-bit ELF image, whose note
-/// segments lie in it.
-unsafe fn linux_note(image: usize) -> Option<u32> {
-    // SAFETY (every read below): the image's own headers and note segments, at the offsets
-    // its headers give; note fields are 4-byte words at 4-byte alignment, each name and
-    // descriptor padded to 4 bytes, and no read goes past the segment's end.
-    unsafe {
-        let headers = program_headers(image)?;
-        for note in headers.iter().filter(|h| h.kind == PT_NOTE) {
-            let (mut at, end) = (
-                image + note.offset as usize,
-                image + (note.offset + note.file_size) as usize,
-            );
-            while at + 12 <= end {
-                let word = |i: usize| *((at + 4 * i) as *const u32) as usize;
-                let (name_len, desc_len, kind) = (word(0), word(1), word(2));
-                let name = at + 12;
-                let desc = name + name_len.next_multiple_of(4);
-                let next = desc + desc_len.next_multiple_of(4);
-                if next > end {
-                    break;
-                }
-                if kind == 0
-                    && desc_len == 4
-                    && core::slice::from_raw_parts(name as *const u8, name_len) == b"Linux\0"
-                {
-                    return Some(*(desc as *const u32));
-                }
-                at = next;
-            }
-        }
-        None
     }
 }
 
@@ -266,7 +214,6 @@ struct VersionDefinition {
 
 const PT_LOAD: u32 = 1;
 const PT_DYNAMIC: u32 = 2;
-const PT_NOTE: u32 = 4;
 const DT_NULL: u64 = 0;
 const DT_HASH: u64 = 4;
 const DT_STRTAB: u64 = 5;
@@ -361,7 +308,7 @@ pub(super) fn fill(dest: &mut [u8]) -> Option<Result<(), Error>> {
     let function = function()?;
     let len = STATE_LEN.load(Ordering::Relaxed);
     let filled = leased(|state| {
-        super::linux::fill_exact(dest, |chunk| {
+        super::entropy::fill_exact(dest, |chunk| {
             // SAFETY: `chunk` is valid for writes of its length; `state` is a state of the
             // kernel's size in memory mapped as the kernel asked, leased to this call alone.
             let n = unsafe { function(chunk.as_mut_ptr().cast(), chunk.len(), 0, state, len) };
@@ -373,9 +320,8 @@ pub(super) fn fill(dest: &mut [u8]) -> Option<Result<(), Error>> {
             n
         })
     })?;
-    #[cfg(any(test, feature = "test-hooks"))]
     if filled.is_ok() {
-        crate::test_hooks::counters::count_vdso_fill();
+        crate::probe::count(crate::probe::Event::VdsoFill);
     }
     Some(filled)
 }
@@ -484,33 +430,6 @@ pub(crate) fn reset_after_fork() {
 mod tests {
     use super::*;
     use fkrng_test_support::child::{self, How};
-
-    #[test]
-    fn the_kernel_version_is_read_from_the_vdso_note() {
-        // Emulators and valgrind present vDSO images of their own.
-        let under_tool = !fkrng_test_support::runner::emulator().is_empty()
-            || std::env::var("LD_PRELOAD").is_ok_and(|p| p.contains("vgpreload"));
-        if under_tool {
-            println!(
-                "vdso: kernel version under an emulator or valgrind: {:?}",
-                kernel_version()
-            );
-            return;
-        }
-        // The release the kernel reports begins with the note's major and minor numbers.
-        let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").expect("osrelease");
-        let numbers: Vec<u32> = release
-            .split(|c: char| !c.is_ascii_digit())
-            .take(2)
-            .map(|n| n.parse().expect("a number"))
-            .collect();
-        let code = kernel_version().expect("the vDSO's Linux note");
-        assert_eq!(
-            vec![code >> 16, (code >> 8) & 0xff],
-            numbers,
-            "note {code:#x}, release {release}"
-        );
-    }
 
     #[test]
     fn the_vdso_fills_requests_with_distinct_bytes() {

@@ -37,7 +37,7 @@ static SYSCALL_ANSWERED: AtomicBool = AtomicBool::new(false);
 
 /// Fills `dest` from the kernel: the system call, or the checked device where the call is
 /// missing or refused.
-pub(super) fn fill(dest: &mut [u8]) -> Result<(), Error> {
+pub(crate) fn fill(dest: &mut [u8]) -> Result<(), Error> {
     or_device(dest, fill_by_syscall)
 }
 
@@ -46,7 +46,7 @@ pub(super) fn fill(dest: &mut [u8]) -> Result<(), Error> {
 /// one and a state of its is free; else as [`fill`]. The process's first seed, and every
 /// reseed, stay system calls: what a seccomp filter or a tracer governs, and the readiness
 /// wait of the kernel's pool.
-pub(super) fn fill_new_thread(dest: &mut [u8]) -> Result<(), Error> {
+pub(crate) fn fill_new_thread(dest: &mut [u8]) -> Result<(), Error> {
     #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
     if SYSCALL_ANSWERED.load(Ordering::Relaxed) {
         return or_device(dest, |dest| {
@@ -230,7 +230,7 @@ fn pool_known_ready() -> Result<(), Error> {
 /// Calls `read_some` until `dest` is full: it returns the bytes written to the start of its
 /// argument, or -1 with `errno` set (`EINTR` retries). A count larger than what was asked
 /// for (a broken emulator or a tracer's injected result) is an error, and so is 0.
-pub(super) fn fill_exact(
+pub(crate) fn fill_exact(
     mut dest: &mut [u8],
     mut read_some: impl FnMut(&mut [u8]) -> isize,
 ) -> Result<(), Error> {

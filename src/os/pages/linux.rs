@@ -9,7 +9,7 @@ use core::ptr::NonNull;
 
 /// Maps zeroed pages for `layout` with `advice`: the address, the mapping's length, and
 /// whether `MADV_WIPEONFORK` was accepted. `None` when `mmap` fails.
-pub(super) fn map(layout: Layout, advice: Advice) -> Option<(NonNull<u8>, usize, bool)> {
+pub(crate) fn map(layout: Layout, advice: Advice) -> Option<(NonNull<u8>, usize, bool)> {
     let page = page_size();
     let len = layout.size().div_ceil(page) * page;
     debug_assert!(layout.align() <= page);
@@ -44,7 +44,7 @@ pub(super) fn map(layout: Layout, advice: Advice) -> Option<(NonNull<u8>, usize,
 /// the advice, looked up in `/proc/self/smaps` (its `VmFlags` must carry `wf`) and
 /// unmapped. Some emulators (qemu-user) accept any advice and ignore it; an unreadable
 /// `/proc` (a sandbox) counts as not honoured.
-pub(super) fn probe_honoured() -> bool {
+pub(crate) fn probe_honoured() -> bool {
     let Some((ptr, len, accepted)) = map(Layout::new::<u8>(), Advice::WipeOnFork) else {
         return false;
     };
@@ -61,7 +61,7 @@ pub(super) fn probe_honoured() -> bool {
 /// # Safety
 /// `ptr` and `len` come from one call of [`map`]; called once, nothing uses the mapping
 /// afterwards.
-pub(super) unsafe fn unmap(ptr: NonNull<u8>, len: usize, _layout: Layout) {
+pub(crate) unsafe fn unmap(ptr: NonNull<u8>, len: usize, _layout: Layout) {
     // SAFETY: the mapping was made by `map` with this address and length and is
     // unmapped exactly once (caller's contract).
     unsafe { libc::munmap(ptr.as_ptr().cast(), len) };
@@ -76,7 +76,7 @@ pub(crate) fn page_size() -> usize {
 
 /// The unit that no pooled state straddles: the page size, asked once and then kept (so
 /// that the fork child handler, which must be async-signal-safe, makes no library call).
-pub(super) fn unit() -> usize {
+pub(crate) fn unit() -> usize {
     use core::sync::atomic::{AtomicUsize, Ordering};
     static PAGE: AtomicUsize = AtomicUsize::new(0);
     match PAGE.load(Ordering::Relaxed) {

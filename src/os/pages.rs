@@ -27,16 +27,13 @@ use core::sync::atomic::{AtomicU8, Ordering};
 // Under Miri, which cannot run `mmap` advice or read `/proc`, the heap backend of other
 // systems serves Linux too.
 #[cfg(all(any(target_os = "linux", target_os = "android"), not(miri)))]
-mod linux;
+pub(crate) mod linux;
 #[cfg(all(any(target_os = "linux", target_os = "android"), not(miri)))]
-use linux as os;
+pub(crate) use linux as os;
 #[cfg(any(not(any(target_os = "linux", target_os = "android")), test, miri))]
-mod other;
+pub(crate) mod other;
 #[cfg(any(not(any(target_os = "linux", target_os = "android")), miri))]
-use other as os;
-mod pool;
-
-pub(crate) use pool::{Lease, StatePool};
+pub(crate) use other as os;
 
 #[cfg(all(
     any(
@@ -102,7 +99,7 @@ pub(crate) enum Advice {
 
 /// Records what a new chunk's `advice` came to: a refused `MADV_WIPEONFORK` means no
 /// wipe-on-fork for the process; the first accepted one waits for [`wipe_on_fork`]'s check.
-fn note_advice(advice: Advice, wiped: bool) {
+pub(crate) fn note_advice(advice: Advice, wiped: bool) {
     if advice != Advice::WipeOnFork {
         return;
     }

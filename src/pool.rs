@@ -25,7 +25,7 @@
 //!   of the child may still hold a parent thread's state, so a slot is zeroed again when it
 //!   is claimed.
 
-use super::{Advice, note_advice, os};
+use crate::os::pages::{Advice, note_advice, os};
 use core::alloc::Layout;
 use core::marker::PhantomData;
 use core::ptr::{self, NonNull};
@@ -164,8 +164,7 @@ impl<T> StatePool<T> {
                     Ordering::Acquire,
                 ) {
                     Ok(_) => {
-                        #[cfg(any(test, feature = "test-hooks"))]
-                        crate::test_hooks::counters::count_chunk_published();
+                                                crate::probe::count(crate::probe::Event::ChunkPublished);
                         new.as_ptr()
                     }
                     Err(theirs) => {
@@ -309,7 +308,7 @@ impl<T> Lease<T> {
 
     /// The slot's address range, for tests that inspect every byte of a released state
     /// and for the memory figures of [`crate::test_hooks::memory`].
-    #[cfg(any(test, feature = "test-hooks"))]
+    #[cfg(any(test, fkrng_test_hooks))]
     pub(crate) fn range(&self) -> (usize, usize) {
         let start = self.ptr.as_ptr() as usize;
         (start, start + size_of::<T>())
@@ -317,7 +316,7 @@ impl<T> Lease<T> {
 
     /// Bytes of chunk memory per slot: a page (or 4096-byte unit) divided by the slots it
     /// holds (1365 for 1152-byte states in 4 KiB pages), for the memory figures.
-    #[cfg(any(test, feature = "test-hooks"))]
+    #[cfg(any(test, fkrng_test_hooks))]
     pub(crate) fn share(&self) -> usize {
         let g = StatePool::<T>::geometry();
         g.unit / g.per_unit

@@ -8,7 +8,7 @@
     target_pointer_width = "64",
     not(miri)
 ))]
-use crate::memory::page_size;
+use crate::os::pages::page_size;
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering, fence};
 
 /// `magic` of a VMClock page: "VCLK" in little-endian byte order.

@@ -1,0 +1,9 @@
+//! Process-wide lifecycle of the thread-local generators: the fork epoch, the VM generation,
+//! the reseed schedule, seeding from the OS, and the one-off generator for reads that
+//! cannot use a thread's state.
+
+pub(crate) mod fork;
+pub(crate) mod one_off;
+pub(crate) mod reseed;
+pub(crate) mod seed;
+pub(crate) mod snapshot;
