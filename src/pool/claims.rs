@@ -1,0 +1,160 @@
+//! A chunk's claim words: bit `i % WORD_BITS` of word `i / WORD_BITS` is set while slot `i`
+//! is leased. Generic over the atomic word, so that the model tests (`loom_model.rs`, built
+//! with `--cfg loom`) run this very code on `loom`'s atomics; the pool uses `core`'s.
+//!
+//! Invariants: a slot's bit goes from clear to set only by [`claim`]'s compare-and-swap, so
+//! two claims never return the same slot; it goes back to clear only by [`release`] from
+//! the slot's owner, or by [`reset`] in a forked child, where the owners of every other
+//! slot do not exist. Bits past a chunk's slots are never set. Wherever other threads run,
+//! every change of a word is a read-modify-write, so a claim's acquire reads from the
+//! release sequence of the slot's last release, however many claims and releases of other
+//! slots came between.
+
+use core::sync::atomic::{AtomicUsize, Ordering};
+
+pub(super) const WORD_BITS: usize = usize::BITS as usize;
+
+/// An atomic claim word: [`AtomicUsize`] here, `loom`'s in the model tests.
+pub(super) trait Word {
+    fn load(&self, order: Ordering) -> usize;
+    fn compare_exchange_weak(
+        &self,
+        current: usize,
+        new: usize,
+        success: Ordering,
+        failure: Ordering,
+    ) -> Result<usize, usize>;
+    fn fetch_and(&self, bits: usize, order: Ordering) -> usize;
+    fn store(&self, bits: usize, order: Ordering);
+}
+
+macro_rules! word {
+    ($atomic:ty) => {
+        impl Word for $atomic {
+            #[inline(always)]
+            fn load(&self, order: Ordering) -> usize {
+                <$atomic>::load(self, order)
+            }
+            #[inline(always)]
+            fn compare_exchange_weak(
+                &self,
+                current: usize,
+                new: usize,
+                success: Ordering,
+                failure: Ordering,
+            ) -> Result<usize, usize> {
+                <$atomic>::compare_exchange_weak(self, current, new, success, failure)
+            }
+            #[inline(always)]
+            fn fetch_and(&self, bits: usize, order: Ordering) -> usize {
+                <$atomic>::fetch_and(self, bits, order)
+            }
+            #[inline(always)]
+            fn store(&self, bits: usize, order: Ordering) {
+                <$atomic>::store(self, bits, order)
+            }
+        }
+    };
+}
+
+word!(AtomicUsize);
+#[cfg(all(test, loom))]
+word!(loom::sync::atomic::AtomicUsize);
+
+/// The bits of word `w` that stand for slots of a chunk of `slots` slots.
+pub(super) fn mask(slots: usize, w: usize) -> usize {
+    match slots.saturating_sub(w * WORD_BITS) {
+        0 => 0,
+        n if n >= WORD_BITS => usize::MAX,
+        n => (1 << n) - 1,
+    }
+}
+
+/// Claims the first free slot of a chunk of `slots` slots: its index, or `None` when every
+/// slot is claimed. Lock-free and allocation-free: a compare-and-swap loop per word.
+pub(super) fn claim<W: Word>(words: &[W], slots: usize) -> Option<usize> {
+    for (w, word) in words.iter().enumerate() {
+        let mask = mask(slots, w);
+        let mut now = word.load(Ordering::Relaxed);
+        while now & mask != mask {
+            let bit = (!now & mask).trailing_zeros() as usize;
+            // Acquire: the previous owner's writes to the slot, made before its release,
+            // happen before the new owner's use.
+            match word.compare_exchange_weak(
+                now,
+                now | 1 << bit,
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return Some(w * WORD_BITS + bit),
+                Err(current) => now = current,
+            }
+        }
+    }
+    None
+}
+
+/// Releases slot `i`, which the caller claimed. Release: the caller's writes to the slot
+/// (its zeroing) happen before the next claim of it.
+pub(super) fn release<W: Word>(words: &[W], i: usize) {
+    words[i / WORD_BITS].fetch_and(!(1 << (i % WORD_BITS)), Ordering::Release);
+}
+
+/// Clears every claim but `keep`'s (a slot the caller holds), which stays set throughout:
+/// one store per word, none of which clears it. Async-signal-safe. Sound only where no
+/// other owner of a claim exists, as in a forked child's handler (the child has one
+/// thread): a claim made by anyone else before or during the reset may be cleared.
+pub(super) fn reset<W: Word>(words: &[W], keep: Option<usize>) {
+    for (w, word) in words.iter().enumerate() {
+        let bits = match keep {
+            Some(i) if i / WORD_BITS == w => 1 << (i % WORD_BITS),
+            _ => 0,
+        };
+        word.store(bits, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(bits: [usize; 2]) -> [AtomicUsize; 2] {
+        bits.map(AtomicUsize::new)
+    }
+
+    fn bits(words: &[AtomicUsize; 2]) -> [usize; 2] {
+        [0, 1].map(|w| words[w].load(Ordering::Relaxed))
+    }
+
+    /// Claims take the lowest free slot, across words, and none past the chunk's slots;
+    /// a released slot is the next one claimed.
+    #[test]
+    fn claims_take_the_first_free_slot_within_the_chunk() {
+        let slots = WORD_BITS + 2;
+        let w = words([usize::MAX ^ 0b101, 0]);
+        assert_eq!(claim(&w, slots), Some(0));
+        assert_eq!(claim(&w, slots), Some(2));
+        assert_eq!(claim(&w, slots), Some(WORD_BITS));
+        assert_eq!(claim(&w, slots), Some(WORD_BITS + 1));
+        assert_eq!(claim(&w, slots), None);
+        assert_eq!(bits(&w), [usize::MAX, 0b11]);
+        release(&w, WORD_BITS);
+        release(&w, 2);
+        assert_eq!(bits(&w), [usize::MAX ^ 0b100, 0b10]);
+        assert_eq!(claim(&w, slots), Some(2));
+        assert_eq!(claim(&w, slots), Some(WORD_BITS));
+    }
+
+    /// The reset leaves exactly the kept slot's bit, in whichever word it lies.
+    #[test]
+    fn reset_leaves_only_the_kept_claim() {
+        let w = words([0b1011, 0b110]);
+        reset(&w, Some(WORD_BITS + 2));
+        assert_eq!(bits(&w), [0, 0b100]);
+        let w = words([0b1011, 0b110]);
+        reset(&w, Some(3));
+        assert_eq!(bits(&w), [0b1000, 0]);
+        reset(&w, None);
+        assert_eq!(bits(&w), [0, 0]);
+    }
+}
