@@ -15,7 +15,7 @@
 //!   another), `fkrng (new slot)` a slot no live thread left (the threads of a batch stay
 //!   alive until it is done, so every one takes a slot of its own, and one in three a page
 //!   never touched before).
-//! - `snapshot` (only in builds with `the `test-hooks` feature`): reads with the VM generation
+//! - `snapshot` (only in builds with `--cfg fkrng_test_hooks`): reads with the VM generation
 //!   counter of a stand-in device mapped and without.
 //!
 //! Peers: `rand::rng()` (rand 0.10, ChaCha12), raw `chacha20::ChaCha20Rng` (no key erasure),
@@ -448,12 +448,12 @@ fn first_read(c: &mut Criterion) {
     g.finish();
 }
 
-/// `snapshot` (builds with `the `test-hooks` feature` only; `scripts/bench-snapshot.sh`): the
+/// `snapshot` (builds with `--cfg fkrng_test_hooks` only; `scripts/bench-snapshot.sh`): the
 /// cost of following the VM generation counter. 4- and 16-byte fills with every thread's
 /// check pointed at a mapped stand-in of the VMClock page, then at the fallback word used
 /// when no device is mapped, alternating three rounds in one run, with `rand::rng()` for
 /// the 4-byte ratio.
-#[cfg(feature = "test-hooks")]
+#[cfg(fkrng_test_hooks)]
 fn snapshot(c: &mut Criterion) {
     if std::env::var_os("FKRNG_TEST_VMCLOCK_PATH").is_none() {
         return; // no stand-in named: a run other than scripts/bench-snapshot.sh
@@ -488,7 +488,7 @@ fn config() -> Criterion {
     // The stand-in VMClock page that scripts/bench-snapshot.sh names is taken at the
     // process's first read, which comes after this (each group's configuration is made
     // before its benchmarks run).
-    #[cfg(feature = "test-hooks")]
+    #[cfg(fkrng_test_hooks)]
     fkrng::test_hooks::snapshot::stand_in_from_env();
     Criterion::default()
         .warm_up_time(Duration::from_millis(500))
@@ -501,13 +501,13 @@ criterion_group! {
     config = config();
     targets = fill, int, sample, array, threads, first_read
 }
-#[cfg(feature = "test-hooks")]
+#[cfg(fkrng_test_hooks)]
 criterion_group! {
     name = snapshot_benches;
     config = config();
     targets = snapshot
 }
-#[cfg(not(feature = "test-hooks"))]
+#[cfg(not(fkrng_test_hooks))]
 criterion_main!(benches);
-#[cfg(feature = "test-hooks")]
+#[cfg(fkrng_test_hooks)]
 criterion_main!(benches, snapshot_benches);

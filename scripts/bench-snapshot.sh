@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The cost of following the VM generation counter: the `snapshot` group of
-# benches/compare.rs, which needs the test hooks (the `test-hooks` feature, which it
-# turns on). A stand-in for the VMClock page on tmpfs takes
-# the place of /dev/vmclock0.
+# benches/compare.rs, which needs the test hooks (`--cfg fkrng_test_hooks`, which it sets
+# through `--config .cargo/test-hooks.toml`). A stand-in for the VMClock page on tmpfs
+# takes the place of /dev/vmclock0.
 #
 # Usage: scripts/bench-snapshot.sh [--quick]   (--quick: a smoke run of seconds)
 # BENCH_NICE=-19 (as root) runs it at that priority, as in scripts/bench.sh. The figures in
@@ -29,4 +29,4 @@ trap 'rm -f "$stand_in"; [[ -n "${old_group_nice:-}" ]] && echo "$old_group_nice
 scripts/vmclock-stand-in.sh "$stand_in"
 
 FKRNG_TEST_VMCLOCK_PATH=$stand_in FKRNG_TEST_VMCLOCK_MUST_MAP=1 \
-    cargo bench --features test-hooks --bench compare -- "${args[@]}" 'snapshot'
+    cargo bench --config .cargo/test-hooks.toml --bench compare -- "${args[@]}" 'snapshot'

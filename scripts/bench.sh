@@ -7,7 +7,7 @@
 #      cfg in .cargo/config.toml is replaced by empty CARGO_ENCODED_RUSTFLAGS, in its own
 #      target directory so that neither build invalidates the other.
 #   2. The build with --cfg chacha20_avx512 (as .cargo/config.toml has it), but without the
-#      repository's test hooks (the test-hooks feature), as a dependent that opts in builds
+#      repository's test hooks (--cfg fkrng_test_hooks), as a dependent that opts in builds
 #      it: the fill group with every peer again, in its own target directory. (With the
 #      hooks compiled in, 4- and 16-byte fills measured about 0.5 ns slower on the
 #      development host, though the read path's instructions are the same.)
@@ -82,7 +82,9 @@ echo "== memory per thread"
 if [[ "$(uname -s)" == Linux ]]; then
     memory_threads=10000
     [[ $quick == yes ]] && memory_threads=1000
-    CARGO_TARGET_DIR=target cargo build --release --features test-hooks --example thread_memory
+    # With the test hooks (.cargo/test-hooks.toml), which give the sizes of a thread's state.
+    CARGO_TARGET_DIR=target cargo build --release --config .cargo/test-hooks.toml \
+        --example thread_memory
     for reader in none fkrng rand; do
         # A failure (a thread limit below the count, say) leaves the figures out of the
         # report, which then says they were not measured.

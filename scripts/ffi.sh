@@ -13,7 +13,8 @@
 #       LD_PRELOAD=libfkrng_ffi.so and strace: at most 20 getrandom system calls.
 #   getrandom backend (ffi/getrandom-check/, a workspace of its own, built twice in its own
 #   target directories: the getrandom crate's default backend, and fkrng's
-#   `getrandom_backend` feature with --cfg getrandom_backend="custom"):
+#   `getrandom_backend` feature with --cfg getrandom_backend="custom" and fkrng's test hooks,
+#   --cfg fkrng_test_hooks, to count its one-off reads):
 #     - 1,000,000 16-byte getrandom::fill calls, through getrandom 0.4 and 0.3, under strace:
 #       at most 20 getrandom system calls through fkrng;
 #     - 1,000,000 uuid v4 values, all distinct; a forked child's bytes differ from the
@@ -164,9 +165,12 @@ default_target=$PWD/target/getrandom-check/default
 fkrng_target=$PWD/target/getrandom-check/fkrng
 plain_target=$PWD/target/getrandom-check/fkrng-plain
 custom=$(printf -- '--cfg\x1fgetrandom_backend="custom"')
+# The flags in the environment replace the config files' (.cargo/test-hooks.toml is not
+# read here): the build that counts fkrng's one-off reads names the hooks' cfg itself.
+hooked=$(printf -- '%s\x1f--cfg\x1ffkrng_test_hooks' "$custom")
 (cd "$check_dir" && cargo build --quiet --release --locked --target-dir "$default_target")
-(cd "$check_dir" && CARGO_ENCODED_RUSTFLAGS=$custom \
-  cargo build --quiet --release --locked --features hooks --target-dir "$fkrng_target")
+(cd "$check_dir" && CARGO_ENCODED_RUSTFLAGS=$hooked \
+  cargo build --quiet --release --locked --features fkrng --target-dir "$fkrng_target")
 default_bin=$default_target/release/fkrng-getrandom-check
 fkrng_bin=$fkrng_target/release/fkrng-getrandom-check
 

@@ -6,8 +6,8 @@
 #      stream through long and short fills, the thread-local reads (fill, array, try_array,
 #      u32, u64, a direct fill), a ThreadRng handle moved to another thread, reseed and
 #      reseed_all;
-#   2. the library's unit tests (without the test hooks: the tests that fork, map pages or
-#      read /proc need them and cannot run under Miri). --short leaves out the ones that
+#   2. the library's unit tests (without `--cfg fkrng_test_hooks`: the tests that fork, map
+#      pages or read /proc need it and cannot run under Miri). --short leaves out the ones that
 #      make megabytes of keystream, which take minutes each when interpreted
 #      (`SLOW_TESTS` below); --full runs them all (about an hour).
 #

@@ -29,7 +29,9 @@
 # A missing toolchain part or package fails the run (exit 1) with a line naming it; nothing
 # is skipped silently. qemu-user accepts and ignores madvise advice, so emulated runs expect
 # (FKRNG_EXPECT_FORK_PROTECTION) the AtforkEpoch protection and the tests that depend on it
-# print what they skip; native runs expect WipeOnFork. Emulated property tests run
+# print what they skip; native runs expect WipeOnFork. Test builds have the test hooks:
+# `--config .cargo/test-hooks.toml`, or `--cfg fkrng_test_hooks` in RUSTFLAGS where a run
+# sets RUSTFLAGS (which replace the config files' flags). Emulated property tests run
 # PROPTEST_CASES=32 (native runs keep their default); each emulated target and each pin has
 # its own CARGO_TARGET_DIR under target/. Each section prints its wall time. Under
 # FKRNG_CI_PRUNE=1 (set by .ci/run, on machines with little disk) each section's target
@@ -117,6 +119,7 @@ done_with() {
 }
 
 host=x86_64-unknown-linux-gnu
+hooks=(--config .cargo/test-hooks.toml)
 
 # ---- one run per keystream path (native x86-64) -----------------------------------------
 if want pinned; then
@@ -134,8 +137,8 @@ if want pinned; then
     suite "pinned $path" "$logdir/pinned-$path.log" -- \
       env CARGO_TARGET_DIR="target/pin-$path" FKRNG_EXPECT_KEYSTREAM="$path" \
       FKRNG_EXPECT_FORK_PROTECTION=WipeOnFork \
-      RUSTFLAGS="--cfg chacha20_avx512 --cfg fkrng_keystream=\"$path\"" \
-      cargo test --release --features test-hooks --lib --test kat --test residue
+      RUSTFLAGS="--cfg chacha20_avx512 --cfg fkrng_test_hooks --cfg fkrng_keystream=\"$path\"" \
+      cargo test --release --lib --test kat --test residue
     record "$host" pinned "$path" "$binaries" "$tests" none
     done_with "target/pin-$path"
   done
@@ -147,8 +150,9 @@ if want cpu-model; then
   started=$SECONDS
   echo "== run-time detection under qemu-x86_64 CPU models: KAT, unit, threads, fork tests"
   apt_check qemu-user
-  # The unpinned release build of .ci/run's residue step (same RUSTFLAGS, same target dir).
-  cargo build --release -p fkrng-cli --bin fkrng
+  # The unpinned release build of .ci/run's residue step (same flags, test hooks included,
+  # same target dir): only its keystream path is asked for here.
+  cargo build --release "${hooks[@]}" -p fkrng-cli --bin fkrng
   for model in Haswell:avx2 Nehalem:portable; do
     cpu=${model%%:*}
     path=${model##*:}
@@ -165,7 +169,7 @@ if want cpu-model; then
       PROPTEST_CASES=32 \
       CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER="qemu-x86_64 -cpu $cpu" \
       FKRNG_TEST_RUNNER="qemu-x86_64 -cpu $cpu" \
-      cargo test --release --features test-hooks --lib --test kat --test threads --test fork -- --show-output
+      cargo test --release "${hooks[@]}" --lib --test kat --test threads --test fork -- --show-output
     # qemu-user ignores MADV_WIPEONFORK: the tests run under AtforkEpoch and print, with
     # --show-output, the wipe-on-fork claims (raw clones, page flags) they leave out.
     record "$host" "qemu-cpu-$cpu" "$path" "$binaries" "$tests" "wipe-on-fork-claims"
@@ -190,8 +194,8 @@ if want emulated; then
       "CARGO_TARGET_${var}_LINKER=$triple-gcc" \
       "CARGO_TARGET_${var}_RUNNER=qemu-$arch -L /usr/$triple" \
       "FKRNG_TEST_RUNNER=qemu-$arch -L /usr/$triple" \
-      "${cargo_std[@]}" test --target "$target" --release --workspace --all-features --no-fail-fast \
-      -- --show-output
+      "${cargo_std[@]}" test --target "$target" --release --workspace --all-features "${hooks[@]}" \
+      --no-fail-fast -- --show-output
     record "$target" emulated portable "$binaries" "$tests" "wipe-on-fork-claims"
     done_with "target/emu-$arch"
   done
@@ -209,7 +213,8 @@ if want musl; then
   suite "musl" "$logdir/musl.log" -- \
     env CARGO_TARGET_DIR="target/musl" FKRNG_EXPECT_FORK_PROTECTION=WipeOnFork \
     CC_x86_64_unknown_linux_musl=musl-gcc \
-    "${cargo_std[@]}" test --target "$target" --release --workspace --all-features --no-fail-fast
+    "${cargo_std[@]}" test --target "$target" --release --workspace --all-features "${hooks[@]}" \
+    --no-fail-fast
   record "$target" native detected "$binaries" "$tests" none
   done_with target/musl
   echo "-- section musl: $((SECONDS - started)) s"
@@ -246,9 +251,10 @@ if want compiled; then
     # `getrandom_backend` exists for Linux and Android only (a compile error elsewhere).
     features=(--all-features)
     [[ $target == *-android ]] ||
-      features=(--features std,rand_core_0_6,rand_core_0_9,rustls,test-hooks)
-    echo "-- $target: library, features ${features[*]}"
-    CARGO_TARGET_DIR=target/cross-check RUSTFLAGS="--cfg chacha20_avx512 -D warnings" \
+      features=(--features std,rand_core_0_6,rand_core_0_9,rustls)
+    echo "-- $target: library with the test hooks, features ${features[*]}"
+    CARGO_TARGET_DIR=target/cross-check \
+      RUSTFLAGS="--cfg chacha20_avx512 --cfg fkrng_test_hooks -D warnings" \
       "${cargo_std[@]}" check --target "$target" -p fkrng --lib "${features[@]}"
     record "$target" compiled - 0 0 "all-tests(not-runnable-here)"
   done

@@ -63,10 +63,12 @@ VG=(valgrind -q --error-exitcode=1 --leak-check=full --show-leak-kinds=definite
     --errors-for-leak-kinds=definite --track-origins=yes)
 
 echo "== building test binaries, the example and the tool"
+# README's test build (with the test hooks), and the example and the tool from the same build.
 # Test harnesses are the executables under target/debug/deps (the tool itself is not).
-mapfile -t tests < <(cargo test --workspace --all-features --no-run --message-format=json 2>/dev/null |
+hooks=(--config .cargo/test-hooks.toml)
+mapfile -t tests < <(cargo test --workspace --all-features "${hooks[@]}" --no-run --message-format=json 2>/dev/null |
     sed -n 's/.*"executable":"\([^"]*\/deps\/[^"]*\)".*/\1/p')
-cargo build --workspace --all-features --quiet --example memcheck --bin fkrng
+cargo build --workspace --all-features "${hooks[@]}" --quiet --example memcheck --bin fkrng
 [[ ${#tests[@]} -gt 0 ]] || { echo "no test binaries found" >&2; exit 1; }
 
 for t in "${tests[@]}"; do
@@ -87,9 +89,9 @@ for t in "${tests[@]}"; do
         ;;
     residue-*)
         # Reads the whole process's memory through /proc/self/mem (valgrind's own shadow
-        # memory included: hundreds of MiB, hours under memcheck) and raises signal storms,
-        # whose frames valgrind lays out itself; runs natively in `cargo test` and in CI's
-        # release and unoptimised residue runs.
+        # memory included: hundreds of MiB, hours under memcheck) and measures what signal
+        # frames leave, which valgrind lays out itself; runs natively in `cargo test` and in
+        # CI's release and unoptimised residue runs.
         echo "== valgrind $(basename "$t"): skipped (memory scans, signal storm)"
         continue
         ;;

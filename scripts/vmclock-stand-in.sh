@@ -2,8 +2,9 @@
 # Writes a stand-in for the VMClock device page (one 4 KiB page with the layout of the
 # kernel's include/uapi/linux/vmclock-abi.h: magic "VCLK", size 4096, version 1, seq_count 0,
 # flags with VMCLOCK_FLAG_VM_GEN_COUNTER_PRESENT, vm_generation_counter 42) to the file
-# given, normally on tmpfs. Builds with the test-hooks feature map it in place of
-# /dev/vmclock0 when FKRNG_TEST_VMCLOCK_PATH names it (see .ci/run).
+# given, normally on tmpfs. Builds with the test hooks (`--cfg fkrng_test_hooks`, from
+# `--config .cargo/test-hooks.toml`) map it in place of /dev/vmclock0 when
+# FKRNG_TEST_VMCLOCK_PATH names it (see .ci/run).
 #
 # Usage: scripts/vmclock-stand-in.sh FILE
 set -euo pipefail

@@ -1,7 +1,6 @@
 //! The error type of the OS-backed API.
-// Under Miri the seeds come through the `getrandom` crate, so the errors of the kernel
-// source (Linux and Android) are never made there.
-#![cfg_attr(miri, allow(dead_code))]
+// The kernel source's errors are made on Linux and Android only, and not under Miri.
+#![cfg_attr(any(miri, not(target_os = "linux")), allow(dead_code))]
 
 use core::fmt;
 
@@ -11,68 +10,47 @@ use core::fmt;
 /// thread, a reseed after `fork` or [`crate::reseed_all`], or an on-demand reseed cannot get
 /// 32 fresh bytes from the OS, or when a thread's first read cannot register the fork
 /// handler (`pthread_atfork` failed) that tells a forked child to reseed. No output is
-/// produced in that case: fkrng never falls back to an unseeded, all-zero or inherited key,
-/// nor to a state that a fork could duplicate unnoticed.
+/// produced then: fkrng never falls back to an unseeded, all-zero or inherited key, nor to
+/// a state that a fork could duplicate unnoticed.
 #[derive(Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
-pub struct Error {
-    kind: Kind,
-}
+pub struct Error(Kind);
 
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Kind {
-    /// The `getrandom` crate (the OS source outside Linux and Android) reported an error.
+    /// The `getrandom` crate (the OS source outside Linux and Android) failed.
     Os(getrandom::Error),
     /// The kernel's source failed with this `errno` (Linux and Android).
     Errno(i32),
-    /// The source reported success but delivered 32 zero bytes (an emulator or a
-    /// fault-injecting tracer that skipped the call): no entropy was received.
+    /// The source reported success but delivered 32 zero bytes: no entropy was received.
     AllZero,
     /// The source reported more bytes than were asked for, or none.
-    #[cfg_attr(not(any(target_os = "linux", target_os = "android")), allow(dead_code))]
     BadLength,
-    /// The fallback device path (`/dev/urandom`) did not open the kernel's random character
-    /// device (a regular file or another device mounted over it).
-    #[cfg_attr(not(any(target_os = "linux", target_os = "android")), allow(dead_code))]
+    /// `/dev/urandom` did not open the kernel's random character device.
     NotRandomDevice,
-    /// `pthread_atfork` could not register the fork handler (this `errno`), so a forked
-    /// child could not be told to reseed.
+    /// `pthread_atfork` failed with this `errno`: a forked child could not be told to reseed.
     ForkHandler(i32),
 }
 
 impl Error {
-    pub(crate) const ALL_ZERO: Error = Error {
-        kind: Kind::AllZero,
-    };
-    #[cfg(any(target_os = "linux", target_os = "android"))]
-    pub(crate) const BAD_LENGTH: Error = Error {
-        kind: Kind::BadLength,
-    };
-    #[cfg(any(target_os = "linux", target_os = "android"))]
-    pub(crate) const NOT_RANDOM_DEVICE: Error = Error {
-        kind: Kind::NotRandomDevice,
-    };
+    pub(crate) const ALL_ZERO: Error = Error(Kind::AllZero);
+    pub(crate) const BAD_LENGTH: Error = Error(Kind::BadLength);
+    pub(crate) const NOT_RANDOM_DEVICE: Error = Error(Kind::NotRandomDevice);
 
     /// The kernel source's failure with `errno` `code`.
-    #[cfg_attr(not(any(target_os = "linux", target_os = "android")), allow(dead_code))]
     pub(crate) const fn from_errno(code: i32) -> Error {
-        Error {
-            kind: Kind::Errno(code),
-        }
+        Error(Kind::Errno(code))
     }
 
     /// `pthread_atfork` failed with `errno` `code`.
-    #[cfg_attr(not(unix), allow(dead_code))]
     pub(crate) const fn fork_handler(code: i32) -> Error {
-        Error {
-            kind: Kind::ForkHandler(code),
-        }
+        Error(Kind::ForkHandler(code))
     }
 
     /// The raw OS error code (an `errno` value such as `EAGAIN`, `EPERM` or `ENOSYS` on
     /// Unix, `ENOMEM` when the fork handler could not be registered), when the OS gave one.
     pub fn raw_os_error(&self) -> Option<i32> {
-        match self.kind {
+        match self.0 {
             Kind::Os(e) => e.raw_os_error(),
             Kind::Errno(code) | Kind::ForkHandler(code) => Some(code),
             Kind::AllZero | Kind::BadLength | Kind::NotRandomDevice => None,
@@ -82,42 +60,33 @@ impl Error {
 
 impl From<getrandom::Error> for Error {
     fn from(e: getrandom::Error) -> Self {
-        Error { kind: Kind::Os(e) }
+        Error(Kind::Os(e))
     }
 }
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.kind {
+        let os = |code| std::io::Error::from_raw_os_error(code);
+        match self.0 {
             Kind::Os(e) => write!(f, "the OS random source failed: {e}"),
-            Kind::Errno(code) => write!(
-                f,
-                "the OS random source failed: {}",
-                std::io::Error::from_raw_os_error(code)
-            ),
+            Kind::Errno(code) => write!(f, "the OS random source failed: {}", os(code)),
             Kind::AllZero => f.write_str("the OS random source returned only zero bytes"),
             Kind::BadLength => f.write_str("the OS random source returned a bad length"),
             Kind::NotRandomDevice => f.write_str(
                 "the OS random source failed: /dev/urandom is not the kernel's random device",
             ),
-            Kind::ForkHandler(code) => write!(
-                f,
-                "cannot register the fork handler: {}",
-                std::io::Error::from_raw_os_error(code)
-            ),
+            Kind::ForkHandler(code) => write!(f, "cannot register the fork handler: {}", os(code)),
         }
     }
 }
 
 impl fmt::Debug for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.kind {
+        match self.0 {
             Kind::Os(e) => f.debug_tuple("Error").field(&e).finish(),
             Kind::Errno(code) => f.debug_tuple("Error").field(&code).finish(),
-            Kind::AllZero => f.write_str("Error(AllZero)"),
-            Kind::BadLength => f.write_str("Error(BadLength)"),
-            Kind::NotRandomDevice => f.write_str("Error(NotRandomDevice)"),
             Kind::ForkHandler(code) => f.debug_tuple("Error::ForkHandler").field(&code).finish(),
+            kind => write!(f, "Error({kind:?})"),
         }
     }
 }

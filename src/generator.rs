@@ -1,17 +1,7 @@
-//! The fast-key-erasure generator: ChaCha20 keystream, key erasure at every refill, and
-//! zeroing of served bytes (D. J. Bernstein, "Fast-key-erasure random-number generators",
-//! 2017-07-23).
-//!
-//! Layout of the state: one 1024-byte *output block* (16 ChaCha20 blocks of 64 bytes) whose
-//! first 32 bytes hold the current key `K` and whose remaining 992 bytes are the buffer served
-//! to callers. A refill runs ChaCha20 under `K` (nonce 0, block counter 0..16) straight over
-//! the whole output block, so the new key lands where the old one was and the old key is gone
-//! the moment the keystream is written. Bytes are served from the end of the block backwards in
-//! the sense that `avail` counts the unserved bytes at its tail; every served byte is zeroed.
-//!
-//! An all-zero state (`avail == 0`) is "empty": the next read refills. That lets a page that
-//! the kernel wiped on `fork` read as an empty, unseeded state without any extra check on the
-//! small-read fast path.
+//! The fast-key-erasure generator (docs/DESIGN.md, "The construction"): one 1024-byte block,
+//! key `K` then the 992-byte buffer, which a refill overwrites in place with keystream under
+//! `K`. `avail` counts the unserved bytes at the block's tail; served bytes are zeroed. The
+//! all-zero state is empty and unseeded, so a page wiped on `fork` needs no fast-path check.
 
 use crate::keystream;
 pub use crate::keystream::{BLOCK_LEN, KEY_LEN};
@@ -25,11 +15,8 @@ pub const REFILL_LEN: usize = REFILL_BLOCKS * BLOCK_LEN;
 /// Bytes served from one refill: 992 (1024 minus the 32-byte next key).
 pub const BUFFER_LEN: usize = REFILL_LEN - KEY_LEN;
 
-/// The generator's state: the key and the buffer in one output block, and the count of
-/// unserved bytes at its tail.
-///
-/// The all-zero value is a valid *empty* state (key zero, nothing to serve); callers that
-/// seed it must do so before the first refill.
+/// The key and buffer block and the count of unserved bytes. All zero is the valid empty
+/// state (key zero): callers seed it before the first refill.
 #[repr(C, align(64))]
 pub(crate) struct FkeState {
     /// `block[..32]` is the key `K`; `block[32..]` is the buffer.
@@ -79,18 +66,15 @@ impl FkeState {
         &self.block.as_flattened()[KEY_LEN..]
     }
 
-    /// Copies `dest.len()` bytes from the buffer and zeroes them there.
-    ///
-    /// The caller guarantees `dest.len() <= self.avail`.
+    /// Copies `dest.len()` bytes from the buffer and zeroes them there. The caller
+    /// guarantees `dest.len() <= self.avail`.
     #[inline(always)]
     pub(crate) fn serve(&mut self, dest: &mut [u8]) {
-        // `avail` is read once: a signal handler that interrupts the copy may `clone` a
-        // child in which the kernel has zeroed this state (wipe-on-fork), and the count the
-        // child's copy goes on with must be the one its source range came from.
+        // Read once: a signal handler interrupting the copy may `clone` a child whose state is
+        // wiped on fork, and the child must go on with the count its source range came from.
         let avail = self.avail;
         debug_assert!(dest.len() <= avail);
-        // The unserved tail, then its first `dest.len()` bytes: written this way, the bounds
-        // checks fold into the caller's `dest.len() <= avail` test.
+        // Sliced so that the bounds checks fold into the caller's `dest.len() <= avail`.
         let buffer = self.block.as_flattened_mut();
         let unserved = &mut buffer[REFILL_LEN - avail..];
         let src = &mut unserved[..dest.len()];
@@ -104,15 +88,12 @@ impl FkeState {
         self.avail = avail - dest.len();
     }
 
-    /// Takes the next `N` unserved bytes (`N` at most 992) as an array and zeroes them in the
-    /// buffer, or `None` (nothing taken) when fewer than `N` are left. The integer and array
-    /// reads' fast path: the bytes go straight to registers, with no output buffer to zero
-    /// first and no copy through memory.
+    /// Takes the next `N` unserved bytes as an array, zeroing them in the buffer, or `None`
+    /// (nothing taken) when fewer than `N` are left.
     #[inline(always)]
     pub(crate) fn take<const N: usize>(&mut self) -> Option<[u8; N]> {
         let avail = self.avail;
-        // The slice check below covers this one too, but the separate test gives faster
-        // code: one range check folding both made a `u32` 2.80 ns instead of 2.62.
+        // Redundant with the slice check below, but gives faster code.
         if avail < N {
             return None;
         }
@@ -124,11 +105,10 @@ impl FkeState {
         Some(out)
     }
 
-    /// Serves bytes from the buffer first, then produces the rest of `dest` by refills and
-    /// direct fills exactly as the spec's `fill` loop says. `before_keystream(self, bytes)`
-    /// runs before each batch of keystream with the number of bytes about to be produced
-    /// (1024 for a refill, 32 + n for a direct fill), so the thread-local generator can
-    /// account for output and reseed there; it never runs when the buffer alone suffices.
+    /// Fills `dest` from the buffer, then by refills and a direct fill (the spec's loop).
+    /// `before_keystream(self, bytes)` runs before each keystream batch with its size (1024,
+    /// or 32 + n for a direct fill), for the thread-local accounting and reseeds; never when
+    /// the buffer alone suffices.
     #[inline]
     pub(crate) fn fill_with<E>(
         &mut self,
@@ -156,19 +136,13 @@ impl FkeState {
     /// `Z = keystream(K, 1024)`; `K = Z[..32]`; buffer = `Z[32..]`, all 992 bytes unserved.
     #[inline(never)]
     pub(crate) fn refill(&mut self) {
-        // The keystream overwrites the old key in place: no copy of Z[..32] is made.
         keystream::refill_in_place(&mut self.block);
         self.avail = BUFFER_LEN;
     }
 
-    /// The spec's direct path for a request of 992 bytes or more with an empty buffer:
-    /// `Z = keystream(K, 32 + n)`, `K = Z[..32]`, `dest = Z[32..]`.
-    ///
-    /// Blocks 16 on go straight into `dest[992..]` first, under the current `K`; then
-    /// `Z[..1024]`, exactly what a refill computes, is computed as one, in place (the new key
-    /// lands where the old one was), and its 992 buffer bytes are moved to the front of
-    /// `dest` and zeroed. No copy of the old key is made outside the keystream code, whose
-    /// frames are scrubbed.
+    /// For `dest.len() >= 992` with an empty buffer: `Z = keystream(K, 32 + n)`,
+    /// `K = Z[..32]`, `dest = Z[32..]`, with `Z[..1024]` computed as an in-place refill whose
+    /// buffer is moved to `dest` and zeroed (docs/DESIGN.md, "The construction").
     #[inline(never)]
     fn direct_fill(&mut self, dest: &mut [u8]) {
         debug_assert_eq!(self.avail, 0);
@@ -196,11 +170,10 @@ impl FkeState {
         self.avail = 0;
     }
 
-    /// Zeroes the key, the buffer and the count, and every padding byte of the state (a
-    /// move of the state may have copied stack residue into its padding).
+    /// Zeroes the whole state, padding included (a move may have copied stack residue there).
     pub(crate) fn wipe(&mut self) {
-        // SAFETY: `FkeState` is plain data (a byte array and an integer) whose all-zero value is
-        // valid (the empty state); `self` is a valid, exclusive pointer to it.
+        // SAFETY: `FkeState` is plain data whose all-zero value is valid (the empty state);
+        // `self` is a valid, exclusive pointer to it.
         unsafe { zeroize::zeroize_flat_type(self as *mut Self) };
     }
 }
@@ -211,41 +184,19 @@ impl fmt::Debug for FkeState {
     }
 }
 
-/// A seedable fast-key-erasure ChaCha20 generator (the value-stable construction of
-/// `docs/DESIGN.md`, after D. J. Bernstein's 2017 post "Fast-key-erasure random-number
-/// generators").
+/// A seedable fast-key-erasure ChaCha20 generator: the thread-local generator's construction
+/// without its lifecycle (docs/DESIGN.md, "The construction"). For a 32-byte seed its output
+/// is value-stable, the same bytes on every platform and in every release. Every 1024-byte
+/// refill (16 RFC 8439 blocks, nonce and counter 0) replaces the key; served bytes are zeroed.
 ///
-/// The state is a 32-byte key and a 992-byte buffer. Each refill computes 1024 bytes (16
-/// ChaCha20 blocks, RFC 8439 with an all-zero nonce and block counter 0) under the current
-/// key, replaces the key with the first 32 of them and serves the other 992; requests of 992
-/// bytes or more that find the buffer empty are written straight into the caller's memory.
-/// Served bytes are zeroed in the buffer, so the state never holds anything that recomputes
-/// output already handed out (backtracking resistance).
+/// A `rand_core` 0.10 `SeedableRng` (32-byte seed), [`rand_core::Rng`] and
+/// [`rand_core::CryptoRng`]; with `rand_core_0_6`, `rand_core_0_9` those generations' traits,
+/// same stream. `seed_from_u64` gives only 2^64 streams: never for secrets.
 ///
-/// Its output for a given seed is value-stable: the same bytes on every platform and in
-/// every release, checked against known-answer vectors from an independent ChaCha20.
-///
-/// Moving an `FkeRng` is a byte copy that Rust does not wipe behind it, so a generator moved
-/// after use leaves its old state (key and unserved buffer) in the memory it moved from. Put
-/// it where it will live (a `Box`, a struct field) before the first read. Construction is
-/// such a move too: `from_seed` takes the seed and returns the generator by value, and
-/// `Box::new` copies it once more, so the seed (the key of the first 1024 bytes of output)
-/// can stay in dead stack frames until they are reused, like the caller's own copy of the
-/// seed. The thread-local generator (`fkrng::fill` and friends) is seeded in place and has
-/// neither.
-///
-/// `FkeRng` is deliberately neither `Clone` nor `Copy` (two copies would repeat each other's
-/// output); its `Debug` shows no key or buffer bytes, and dropping it zeroizes the state.
-/// It implements [`rand_core::SeedableRng`] with a 32-byte seed and
-/// [`rand_core::TryRng`]/[`rand_core::TryCryptoRng`] with `Infallible` errors, so it is a
-/// [`rand_core::Rng`] and [`rand_core::CryptoRng`].
-///
-/// `SeedableRng`'s provided `seed_from_u64` works too, but its seed is a 64-bit number
-/// (2^64 possible streams, found by trying them all): for reproducible tests and
-/// simulations only, never for keys, nonces or anything secret. Seed from 32 secret bytes
-/// (`from_seed`), or use the thread-local generator.
-/// The features `rand_core_0_6` and `rand_core_0_9` add those generations' `RngCore`,
-/// `CryptoRng` and `SeedableRng` (same seed, same stream), also without `std`.
+/// Not `Clone` (copies would repeat output); `Debug` shows no state; dropping it zeroizes it.
+/// A move is a byte copy Rust does not wipe: put it where it lives (a `Box`, a field) before
+/// the first read. `from_seed` and `Box::new` may leave copies of the seed in dead stack
+/// frames; the thread-local generator is seeded in place.
 ///
 /// ```
 /// use fkrng::FkeRng;
@@ -257,20 +208,18 @@ impl fmt::Debug for FkeState {
 /// assert_eq!(nonce[..4], [0xda, 0x41, 0x59, 0x7c]);
 /// ```
 ///
-/// Copies would replay the same stream, so there are none:
-///
 /// ```compile_fail
 /// use rand_core::SeedableRng;
 /// let a = fkrng::FkeRng::from_seed([1; 32]);
-/// let b = a.clone();
+/// let b = a.clone(); // not `Clone`
 /// ```
 pub struct FkeRng {
     fke: FkeState,
 }
 
 impl FkeRng {
-    /// Fills `dest` with the next `dest.len()` bytes of the stream. A zero-length `dest`
-    /// changes nothing. Never fails and never panics.
+    /// Fills `dest` with the next `dest.len()` bytes of the stream (none for an empty
+    /// `dest`). Never fails, never panics.
     #[inline]
     pub fn fill(&mut self, dest: &mut [u8]) {
         let done: Result<(), core::convert::Infallible> = self.fke.fill_with(dest, |_, _| Ok(()));
@@ -338,9 +287,7 @@ impl fmt::Debug for FkeRng {
 mod small_copy;
 use small_copy::take_small;
 
-// The reference model comes from this repository's support crate, a path dev-dependency that
-// the published package does not carry; builds in the repository set the cfg
-// (.cargo/config.toml), so that `cargo test` of the unpacked package still compiles.
+// Needs the repository's support crate, which the published package lacks.
 #[cfg(all(test, fkrng_test_hooks))]
 mod differential;
 

@@ -1,38 +1,19 @@
-//! ChaCha20 keystream blocks for refills and direct fills: fkrng's own kernels on x86-64
-//! (a sixteen-block AVX-512 kernel on CPUs with AVX-512F, an eight-block AVX2 kernel on CPUs
-//! with AVX2, both detected at run time, with or without `std`) and the `chacha20` crate
-//! everywhere else and for what the kernels leave over (fewer than eight blocks, or a block
-//! counter that would carry into its high word). Which kernels a build runs is one table,
-//! `keystream/dispatch.rs`; the path's names and the build-time pin are in
-//! `keystream/path.rs`.
-//!
-//! The kernels compute consecutive blocks at once in the "one word of every block per
-//! register" layout: sixteen vector registers hold word `i` of blocks `n..n + 16` (AVX-512,
-//! `keystream/avx512.rs`) or `n..n + 8` (AVX2, `keystream/avx2.rs`), so every quarter round is
-//! plain lane-wise adds, xors and rotations with no shuffling between the column and diagonal
-//! rounds, and the results are transposed once into block order at the end. A refill (16
-//! blocks) is one AVX-512 pass. The `chacha20` crate's AVX2 backend keeps two blocks per
-//! register and shuffles the rows every half round (docs/BENCHMARKS.md compares the two).
-//! All produce the ChaCha20 keystream of D. J. Bernstein's original definition (RFC
+//! ChaCha20 keystream for refills and direct fills: D. J. Bernstein's original ChaCha20 (RFC
 //! 8439's block function, 64-bit block counter in words 12-13, 64-bit nonce in words 14-15,
-//! here always zero); `tests/kat.rs` checks refills and direct fills against an independent
-//! implementation and the unit tests (`keystream/tests.rs`) check each kernel against the
-//! `chacha20` crate.
+//! here zero). On x86-64 fkrng's AVX-512 and AVX2 kernels, chosen at run time
+//! (`keystream/dispatch.rs`), compute whole passes, and the `chacha20` crate what they leave
+//! (under eight blocks, or blocks past a carry into the counter's high word); elsewhere the
+//! crate computes it all. Builds with debug assertions or at opt-level 0 and no pin use
+//! `keystream/small_stack.rs`. Every path gives the same bytes (`tests/kat.rs`, unit tests).
 //!
-//! ChaCha is add-rotate-xor only, so the kernels run in constant time like the crate's
-//! backends. Every keystream computation (kernel or crate) runs in a callee that is never
-//! inlined, and the stack area below the caller, where that callee's frames were, is zeroed
-//! after it returns (`keystream/scrub.rs`, with signal frames pushed below it and the
-//! registers on x86-64 Linux and AArch64 Linux and Android), so no spilled key word
-//! outlives the refill; elsewhere
-//! key-derived values can remain in vector registers until later code reuses them (see
-//! docs/SECURITY.md, "Keystream residue and stack use"). Builds with debug assertions or at
-//! opt-level 0, with no pin, compute keystream with `keystream/small_stack.rs` instead, for
-//! a small stack at opt-level 0 ([`KeystreamPath::SmallStack`]).
+//! Invariant: every key-derived value lives in registers or in the frames of a never-inlined
+//! `*_below` callee, below its caller, which holds no key word; [`scrub::below`] clears the
+//! registers (x86-64, AArch64) and zeroes those frames when the callee returns.
 
 use chacha20::ChaCha20LegacyCore;
 use chacha20::cipher::array::Array;
 use chacha20::cipher::{KeyIvInit, StreamCipherCore};
+use zeroize::Zeroize;
 
 /// Size of the key `K` in bytes (ChaCha20's 256-bit key).
 pub const KEY_LEN: usize = 32;
@@ -45,7 +26,17 @@ pub(crate) type Block = [u8; BLOCK_LEN];
 /// "expand 32-byte k" as four little-endian words (RFC 8439, section 2.3).
 const SIGMA: [u32; 4] = [0x6170_7865, 0x3320_646e, 0x7962_2d32, 0x6b20_6574];
 
-/// Writes keystream blocks `counter..counter + out.len()` under `key` (nonce zero) to `out`.
+/// Blocks per tail, the part of a byte fill that whole passes leave (8, 512 bytes): the
+/// AVX-512 tail kernel's output and one AVX2 pass.
+const TAIL_BLOCKS: usize = 8;
+
+/// The key held in the first 32 bytes of a block.
+fn key_of(block: &Block) -> &[u8; KEY_LEN] {
+    block.first_chunk().expect("a block holds a key")
+}
+
+/// Writes keystream blocks `counter..counter + out.len()` under `key` to `out`: whole
+/// passes of the selected row's kernels, then the `chacha20` crate for the rest.
 #[inline]
 pub(crate) fn write_blocks(key: &[u8; KEY_LEN], counter: u64, out: &mut [Block]) {
     let row = dispatch::selected();
@@ -54,7 +45,7 @@ pub(crate) fn write_blocks(key: &[u8; KEY_LEN], counter: u64, out: &mut [Block])
     } else {
         let mut words = dispatch::key_words(key);
         let left = dispatch::with_kernels(row, &words, counter, out);
-        zeroize::Zeroize::zeroize(&mut words);
+        words.zeroize();
         left
     };
     if !out.is_empty() {
@@ -62,34 +53,27 @@ pub(crate) fn write_blocks(key: &[u8; KEY_LEN], counter: u64, out: &mut [Block])
     }
 }
 
-/// Writes the keystream from the start of block `counter` on into `out`, any number of bytes:
-/// whole kernel passes straight into `out`, the rest (under eight blocks) through a scratch
-/// pass that is wiped afterwards. The computation runs in a callee of its own, whose frames
-/// (and those of every kernel or crate backend it calls) are zeroed after it returns
-/// ([`scrub::below`]).
+/// Writes the keystream from the start of block `counter` into `out`, any number of bytes,
+/// in a scrubbed callee ([`scrub::below`]).
 #[inline]
 #[cfg_attr(not(test), allow(dead_code))] // direct fills use `direct_fill_in_place`
 pub(crate) fn write_bytes(key: &[u8; KEY_LEN], counter: u64, out: &mut [u8]) {
     scrub::below(|| write_bytes_below(key, counter, out));
 }
 
-/// The keystream of a direct fill: blocks 16 on under the key held in the first 32 bytes of
-/// `blocks` into `rest`, then blocks 0..16 over `blocks` (as [`refill_in_place`]), in one
-/// computation whose frames are zeroed after it returns ([`scrub::below`]).
+/// The keystream of a direct fill, in one scrubbed computation: blocks 16 on under the key
+/// in the first 32 bytes of `blocks` into `rest`, then blocks 0..16 over `blocks` (as
+/// [`refill_in_place`]).
 #[inline]
 pub(crate) fn direct_fill_in_place(blocks: &mut [Block; 16], rest: &mut [u8]) {
     scrub::below(|| {
-        write_bytes_below(
-            blocks[0].first_chunk().expect("a block holds a key"),
-            16,
-            rest,
-        );
+        write_bytes_below(key_of(&blocks[0]), 16, rest);
         refill_below(blocks);
     });
 }
 
-/// [`write_bytes`] without the scrub: every key-derived value it or its callees make lives
-/// in frames below the caller's.
+/// [`write_bytes`] unscrubbed: whole kernel passes straight into `out`, the rest (under
+/// eight blocks) through a scratch array that is wiped afterwards.
 #[inline(never)]
 fn write_bytes_below(key: &[u8; KEY_LEN], counter: u64, out: &mut [u8]) {
     if small_stack::IN_USE {
@@ -104,97 +88,64 @@ fn write_bytes_below(key: &[u8; KEY_LEN], counter: u64, out: &mut [u8]) {
         return;
     }
     let mut scratch = [[0u8; BLOCK_LEN]; TAIL_BLOCKS];
-    write_tail(
-        key,
-        counter.wrapping_add(whole as u64),
-        rest.len().div_ceil(BLOCK_LEN),
-        &mut scratch,
-    );
-    rest.copy_from_slice(&scratch.as_flattened()[..rest.len()]);
-    zeroize::Zeroize::zeroize(scratch.as_flattened_mut());
-}
-
-/// Writes at least the first `needed` (1 to 8) of the blocks from `counter` on to
-/// `scratch`: all eight through the path's tail kernel where it has one (the AVX-512
-/// path); otherwise eight through `write_blocks` when more than two are needed (one whole
-/// AVX2 pass where the path has one), else just those blocks (see [`dispatch::Row::tail`]).
-#[inline]
-fn write_tail(
-    key: &[u8; KEY_LEN],
-    counter: u64,
-    needed: usize,
-    scratch: &mut [Block; TAIL_BLOCKS],
-) {
-    debug_assert!((1..=TAIL_BLOCKS).contains(&needed));
+    let counter = counter.wrapping_add(whole as u64);
     if let Some(tail) = dispatch::selected().tail {
         let mut words = dispatch::key_words(key);
-        // SAFETY: the tail kernel is that of the selected row, which this CPU has (a pin to
-        // a row it lacks panics in `selected`).
-        unsafe { tail(&words, counter, scratch) };
-        zeroize::Zeroize::zeroize(&mut words);
-                crate::probe::kernel_call(2);
-        return;
+        // SAFETY: the tail kernel is the selected row's, which this CPU has (`selected`
+        // panics on a pin to a row it lacks).
+        unsafe { tail(&words, counter, &mut scratch) };
+        words.zeroize();
+        crate::probe::kernel_call(2);
+    } else {
+        // All eight blocks (one AVX2 pass where the row has one) if more than two are
+        // needed, else just those: the break-even in docs/BENCHMARKS.md.
+        let needed = rest.len().div_ceil(BLOCK_LEN);
+        let computed = if needed > 2 { TAIL_BLOCKS } else { needed };
+        write_blocks(key, counter, &mut scratch[..computed]);
     }
-    let computed = if needed > 2 { TAIL_BLOCKS } else { needed };
-    write_blocks(key, counter, &mut scratch[..computed]);
+    rest.copy_from_slice(&scratch.as_flattened()[..rest.len()]);
+    scratch.as_flattened_mut().zeroize();
 }
 
-/// Blocks per tail, the part of a byte fill that whole passes leave (8, 512 bytes): the
-/// AVX-512 tail kernel's output and, on the AVX2 path, one pass of its kernel.
-/// `write_bytes` works in these units.
-const TAIL_BLOCKS: usize = 8;
-
-/// Overwrites `blocks` with the 16 keystream blocks 0..16 of the key held in the first 32
-/// bytes of `blocks` (the key is read before anything is written). The computation runs in
-/// a callee of its own, whose frames are zeroed after it returns ([`scrub::below`]).
+/// Overwrites `blocks` with keystream blocks 0..16 of the key in the first 32 bytes of
+/// `blocks`, in a scrubbed callee ([`scrub::below`]).
 #[inline]
 pub(crate) fn refill_in_place(blocks: &mut [Block; 16]) {
     scrub::below(|| refill_below(blocks));
 }
 
-/// [`refill_in_place`] without the scrub: every key-derived value it or its callees make
-/// lives in frames below the caller's.
+/// [`refill_in_place`] unscrubbed.
 #[inline(never)]
 fn refill_below(blocks: &mut [Block; 16]) {
     if small_stack::IN_USE {
-        let mut key = *blocks[0].first_chunk().expect("a block holds a key");
+        let mut key = *key_of(&blocks[0]);
         small_stack::write(&key, 0, blocks.as_flattened_mut());
-        zeroize::Zeroize::zeroize(&mut key);
+        key.zeroize();
         return;
     }
     let row = dispatch::selected();
     if !row.passes.is_empty() {
-        let mut words = dispatch::key_words(blocks[0].first_chunk().expect("a block holds a key"));
-        // The key is now in `words`, so the kernels may write over `blocks`; where none
-        // may, all 16 blocks are left and the key is still in place for the crate.
+        let mut words = dispatch::key_words(key_of(&blocks[0]));
+        // Every pass width divides 16 and the counter is 0, so the kernels write all 16
+        // blocks or none; with none, block 0 still holds the key the crate reads below.
         let left = dispatch::with_kernels(row, &words, 0, blocks).1.len();
-        zeroize::Zeroize::zeroize(&mut words);
-        // All or nothing: every pass width divides 16 and the counter starts at 0, so the
-        // kernels write all 16 blocks or none. Had they written some, block 0 (the key the
-        // crate reads below) would already be keystream.
-        debug_assert!(
-            left == 0 || left == 16,
-            "the kernels left {left} of a refill's 16 blocks"
-        );
-        let done = left == 0;
-        if done {
+        words.zeroize();
+        debug_assert!(left.is_multiple_of(16), "{left} of 16 blocks left");
+        if left == 0 {
             return;
         }
     }
-    let key: &[u8; KEY_LEN] = blocks[0].first_chunk().expect("a block holds a key");
-    let mut cipher = ChaCha20LegacyCore::new(key.into(), &[0u8; 8].into());
-    // The keystream overwrites the old key in place: no copy of it is made besides the
-    // cipher's state, which is zeroized by its `Drop`.
+    // The cipher's state is the only copy of the key (zeroized by its `Drop`); the
+    // keystream then overwrites the key in place.
+    let mut cipher = ChaCha20LegacyCore::new(key_of(&blocks[0]).into(), &[0u8; 8].into());
     cipher.write_keystream_blocks(Array::cast_slice_from_core_mut(blocks));
 }
 
-/// The `chacha20` crate's cipher (its SSE2/AVX2/AVX-512/NEON/portable backends). Its frames
-/// are left for the scrub of the function that called into the keystream code.
+/// The `chacha20` crate's cipher, whose state is zeroized by its `Drop`.
 fn with_crate(key: &[u8; KEY_LEN], counter: u64, out: &mut [Block]) {
     let mut cipher = ChaCha20LegacyCore::new(key.into(), &[0u8; 8].into());
     cipher.set_block_pos(counter);
     cipher.write_keystream_blocks(Array::cast_slice_from_core_mut(out));
-    // `cipher` is zeroized by its `Drop`.
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -206,8 +157,9 @@ mod path;
 mod scrub;
 mod small_stack;
 
+pub use dispatch::keystream_path;
+pub use path::KeystreamPath;
 use path::PINNED;
-pub use path::{KeystreamPath, keystream_path};
 
 #[cfg(test)]
 mod tests;

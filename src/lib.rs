@@ -1,75 +1,38 @@
 //! fkrng: a fast, fork-safe, backtracking-resistant cryptographic random number generator.
 //!
-//! Each thread owns a ChaCha20 generator with *fast key erasure* (D. J. Bernstein,
-//! "Fast-key-erasure random-number generators", 2017): it is seeded with 32 bytes from the
-//! OS (`getrandom`), and every refill of its 992-byte buffer also replaces its key with fresh
-//! keystream, while every byte it hands out is zeroed in the buffer. Memory read after the
-//! fact therefore cannot reveal earlier output (backtracking resistance). Small reads are
-//! copies from the thread's buffer: no system call, no lock, no heap allocation.
-//!
-//! The thread's generator reseeds from the OS every 1 to 2 MiB of output (a random budget)
-//! or 60 seconds, in a forked child before its first output, in a Linux guest restored from a
-//! VM snapshot when the VMClock generation counter is mapped ([`snapshot_protection`]), and
-//! on request ([`reseed`], [`reseed_all`]).
+//! Each thread owns a fast-key-erasure ChaCha20 generator seeded from the OS, which reseeds
+//! every 1 to 2 MiB or 60 s, in a forked child, after a detected VM snapshot restore
+//! ([`snapshot_protection`]) and on request ([`reseed`], [`reseed_all`]). [`FkeRng`] is the
+//! same construction, seeded by the caller. Design and guarantees: docs/DESIGN.md and
+//! docs/SECURITY.md; nonces: [`nonces`].
 //!
 //! ```
-//! # #[cfg(feature = "std")] { // (the thread-local generator needs `std`)
-//! // A 96-bit AEAD nonce and a 256-bit key.
-//! let nonce: [u8; 12] = fkrng::array();
-//! let key: [u8; 32] = fkrng::array();
-//!
-//! // Any length, from the calling thread's generator.
+//! # #[cfg(feature = "std")] {
+//! let nonce: [u8; 12] = fkrng::array(); // a 96-bit AEAD nonce
 //! let mut salt = [0u8; 16];
 //! fkrng::fill(&mut salt);
-//!
-//! // Where an RNG is expected (`rand_core` 0.10 traits, `rand` 0.10 extension methods).
-//! use rand::RngExt;
-//! let mut rng = fkrng::rng();
-//! let die: u8 = rng.random_range(1..=6);
+//! use rand::RngExt; // `rand_core` 0.10 traits, `rand` 0.10 extension methods
+//! let die: u8 = fkrng::rng().random_range(1..=6);
 //! assert!((1..=6).contains(&die));
-//! # let _ = (nonce, key);
 //! # }
 //! ```
 //!
-//! For a reproducible stream from a seed, use [`FkeRng`], the same construction without the
-//! thread-local lifecycle.
-//!
-//! # Nonces
-//!
-//! A 96-bit AEAD nonce (AES-GCM, ChaCha20-Poly1305) is `fkrng::array::<12>()`, or the
-//! cipher crate's own nonce type drawn from [`rng()`]; a 192-bit XChaCha20-Poly1305 nonce is
-//! `fkrng::array::<24>()`. Random 96-bit nonces allow at most 2^32 messages per key (NIST
-//! SP 800-38D); a forked child never repeats its parent's nonces, and after a VM snapshot or
-//! checkpoint restore call [`reseed_all`] (not needed for VM restores where
-//! [`snapshot_protection`] reports the VMClock generation counter). The [`nonces`] module has the details and the
-//! examples (`examples/aead_nonce.rs`, `examples/seal_file_nonce.rs`).
-//!
 //! # Crate features
-//! - `std` (default): the thread-local generator, OS seeding and [`Error`]. Without it, only
+//! - `std` (default): the thread-local generator, OS seeding and [`Error`]; without it only
 //!   [`FkeRng`] is built (`no_std`).
-//! - `rand_core_0_6`, `rand_core_0_9`: the `RngCore`, `CryptoRng` and `SeedableRng` traits of
-//!   those `rand_core` generations for [`FkeRng`] and (with `std`) [`ThreadRng`], for crates
-//!   not yet on `rand_core` 0.10 (`aes-gcm` 0.10, `ed25519-dalek` 2, `rand` 0.8 and 0.9).
-//!   Neither needs `std`.
-//! - `rustls`: `RustlsRandom`, the thread-local generator as a `rustls` 0.23
-//!   `SecureRandom` for a `CryptoProvider` (implies `std`).
-//! - `getrandom_backend` (Linux and Android only; a compile error elsewhere): defines the
-//!   `getrandom` crate's custom backend, so that in a binary built with
-//!   `--cfg getrandom_backend="custom"` every `getrandom` 0.3 and 0.4 call (and so `uuid`,
-//!   `rand`'s and RustCrypto's `OsRng`) is served by the calling thread's generator, with no
-//!   system call per request. Name the crate once in the binary (`use fkrng as _;`) so that
-//!   it is linked. See README.md, "Every getrandom call in a program" (implies `std`).
+//! - `rand_core_0_6`, `rand_core_0_9`: those generations' `RngCore`, `CryptoRng` and
+//!   `SeedableRng` for [`FkeRng`] and (with `std`) [`ThreadRng`]; neither needs `std`.
+//! - `rustls`: `RustlsRandom`, a `rustls` 0.23 `SecureRandom` (implies `std`).
+//! - `getrandom_backend` (Linux and Android only): in a binary built with
+//!   `--cfg getrandom_backend="custom"` that names the crate (`use fkrng as _;`), every
+//!   `getrandom` 0.3 and 0.4 call is served by the calling thread's generator; see README.md
+//!   (implies `std`).
 #![cfg_attr(not(any(feature = "std", test)), no_std)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
-// The unit tests that need this repository's support crate (a path dev-dependency the
-// published package does not carry) build only with `--cfg fkrng_test_hooks`, which the
-// repository's test command sets; in a test build of the unpacked package the helpers they
-// share stay unused.
-#![cfg_attr(
-    all(test, not(fkrng_test_hooks)),
-    allow(dead_code, unused_imports)
-)]
+// Unit tests that need the repository's support crate build only with `--cfg fkrng_test_hooks`;
+// without it, the helpers they share are unused.
+#![cfg_attr(all(test, not(fkrng_test_hooks)), allow(dead_code, unused_imports))]
 
 mod compat;
 mod generator;
@@ -90,13 +53,12 @@ mod thread;
 /// Generating AEAD nonces with fkrng: sizes, per-key limits, forks and snapshots (the text
 /// of `docs/NONCES.md`; its examples run as doctests).
 #[cfg(feature = "std")]
-#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 pub mod nonces {
     #![doc = include_str!("../docs/NONCES.md")]
 }
 
 /// Hooks for this repository's tests (hidden, unstable): only in its unit tests and in
-/// builds with `--cfg fkrng_test_hooks`, which README's test command sets.
+/// builds with `--cfg fkrng_test_hooks`.
 #[cfg(any(test, fuzzing, fkrng_test_hooks))]
 #[doc(hidden)]
 pub mod test_hooks;
@@ -104,48 +66,26 @@ pub mod test_hooks;
 pub use generator::{BUFFER_LEN, FkeRng, KEY_LEN, REFILL_LEN};
 pub use keystream::{KeystreamPath, keystream_path};
 
-#[cfg(feature = "std")]
-#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
-pub use error::Error;
-#[cfg(feature = "std")]
-#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
-pub use lifecycle::fork::{ForkProtection, fork_protection};
 #[cfg(feature = "rustls")]
-#[cfg_attr(docsrs, doc(cfg(feature = "rustls")))]
 pub use compat::rustls::RustlsRandom;
 #[cfg(feature = "std")]
-#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
-pub use lifecycle::snapshot::{SnapshotProtection, snapshot_protection};
-#[cfg(feature = "std")]
-#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
-pub use lifecycle::reseed::{RESEED_INTERVAL_NS, RESEED_MIN_BYTES};
-#[cfg(feature = "std")]
-#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
-pub use compat::thread_rng::ThreadRng;
+pub use {
+    compat::thread_rng::ThreadRng,
+    error::Error,
+    lifecycle::fork::{ForkProtection, fork_protection},
+    lifecycle::reseed::{RESEED_INTERVAL_NS, RESEED_MIN_BYTES},
+    lifecycle::snapshot::{SnapshotProtection, snapshot_protection},
+};
 
-/// Fills `dest` with random bytes from the calling thread's generator.
-///
-/// Reads up to the bytes left in the thread's 992-byte buffer are a copy and a zeroing;
-/// larger ones refill (16 ChaCha20 blocks) or, from 992 bytes on with an empty buffer, write
-/// keystream straight into `dest`. An empty `dest` does nothing.
+/// Fills `dest` with random bytes from the calling thread's generator (an empty `dest` does
+/// nothing). In a signal handler that interrupted a read, or a thread-local destructor after
+/// the thread's release, the bytes come from a one-off OS-keyed generator; a thread's first
+/// read is not async-signal-safe (docs/SECURITY.md, "Limits").
 ///
 /// # Panics
-/// If the OS random source fails when this thread first seeds, or when it must reseed
-/// after a `fork`, after [`reseed_all`] or after a VM snapshot restore detected through the
-/// VM generation counter ([`snapshot_protection`]); or if the thread's first read cannot
-/// register the fork handler (`pthread_atfork`): the message is one line naming the OS error,
-/// and the panic names the caller's line (`#[track_caller]`, as do [`array()`], [`u32()`],
-/// [`u64()`] and [`fill_uninit`]). Use [`try_fill`] to get the error instead. A failed *periodic* reseed does not panic (the
-/// generator keeps its key and retries at the next refill).
-///
-/// # Signal handlers and thread exit
-/// A read that interrupts another read on the same thread (from a signal handler), or that
-/// runs in a thread-local destructor after this thread's generator was released, gets bytes
-/// from a one-off generator keyed with 32 fresh OS bytes: no lock, no repeated output. A
-/// thread's first read maps and registers its state, which is not async-signal-safe; do not
-/// make it from a signal handler.
+/// Where [`try_fill`] returns an error: a one-line message naming it, at the caller's line
+/// (`#[track_caller]`, as for every panicking read). A failed periodic reseed does not panic.
 #[cfg(feature = "std")]
-#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 #[inline(always)]
 #[track_caller]
 pub fn fill(dest: &mut [u8]) {
@@ -162,31 +102,24 @@ fn fill_failed(e: Error) -> ! {
     panic!("fkrng: {e}")
 }
 
-/// Fills `dest` with random bytes from the calling thread's generator, or returns the OS
-/// error that kept the thread from seeding (first use, after `fork`, after [`reseed_all`]).
-///
-/// On error nothing is written to `dest` and no output is produced from an unseeded,
-/// all-zero or inherited key; the next call tries the OS again.
+/// [`fill`], or the error that kept the thread from seeding: then nothing is written to
+/// `dest`, and the next call tries the OS again.
 ///
 /// # Errors
-/// [`Error`] when the OS random source (`getrandom`) fails or returns only zero bytes at a
-/// seeding or a forced reseed (first use, after a `fork`, [`reseed_all`] or a detected VM
-/// snapshot restore), or when the thread's first read cannot register the fork handler
-/// (`pthread_atfork`).
+/// [`Error`] when the OS random source fails or returns only zero bytes where the thread must
+/// seed (first use, after a `fork`, [`reseed_all`] or a detected VM snapshot restore), or its
+/// first read cannot register the fork handler (`pthread_atfork`).
 #[cfg(feature = "std")]
-#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 #[inline(always)]
 pub fn try_fill(dest: &mut [u8]) -> Result<(), Error> {
     thread::try_fill(dest)
 }
 
-/// `N` random bytes from the calling thread's generator: `array::<12>()` is a 96-bit AEAD
-/// nonce, `array::<32>()` a 256-bit key.
+/// `N` random bytes from the calling thread's generator (`array::<12>()`: a 96-bit nonce).
 ///
 /// # Panics
 /// As [`fill`].
 #[cfg(feature = "std")]
-#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 #[inline(always)]
 #[track_caller]
 pub fn array<const N: usize>() -> [u8; N] {
@@ -196,7 +129,7 @@ pub fn array<const N: usize>() -> [u8; N] {
     }
 }
 
-/// [`array`] when the buffer cannot serve it: through [`fill`], out of line.
+// The buffer could not serve the array: out of line, through `fill`.
 #[cfg(feature = "std")]
 #[cold]
 #[inline(never)]
@@ -212,7 +145,6 @@ fn array_slow<const N: usize>() -> [u8; N] {
 /// # Panics
 /// As [`fill`].
 #[cfg(feature = "std")]
-#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 #[inline(always)]
 #[track_caller]
 pub fn u32() -> u32 {
@@ -224,21 +156,17 @@ pub fn u32() -> u32 {
 /// # Panics
 /// As [`fill`].
 #[cfg(feature = "std")]
-#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 #[inline(always)]
 #[track_caller]
 pub fn u64() -> u64 {
     u64::from_le_bytes(array())
 }
 
-/// `N` random bytes from the calling thread's generator, or the OS error that kept the thread
-/// from seeding: the fallible twin of [`array()`], for code migrating from
-/// `getrandom::fill(&mut buf)?`.
+/// [`array()`], or the error that kept the thread from seeding.
 ///
 /// # Errors
 /// As [`try_fill`].
 #[cfg(feature = "std")]
-#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 #[inline]
 pub fn try_array<const N: usize>() -> Result<[u8; N], Error> {
     match thread::take() {
@@ -247,7 +175,7 @@ pub fn try_array<const N: usize>() -> Result<[u8; N], Error> {
     }
 }
 
-/// [`try_array`] when the buffer cannot serve it: through [`try_fill`], out of line.
+// The buffer could not serve the array: out of line, through `try_fill`.
 #[cfg(feature = "std")]
 #[cold]
 #[inline(never)]
@@ -257,41 +185,32 @@ fn try_array_slow<const N: usize>() -> Result<[u8; N], Error> {
     Ok(bytes)
 }
 
-/// A random `u32` from 4 bytes (little-endian) of the calling thread's generator, or the OS
-/// error that kept the thread from seeding: the fallible twin of [`u32()`].
+/// [`u32()`] (4 bytes, little-endian), or the error that kept the thread from seeding.
 ///
 /// # Errors
 /// As [`try_fill`].
 #[cfg(feature = "std")]
-#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 #[inline]
 pub fn try_u32() -> Result<u32, Error> {
     try_array().map(u32::from_le_bytes)
 }
 
-/// A random `u64` from 8 bytes (little-endian) of the calling thread's generator, or the OS
-/// error that kept the thread from seeding: the fallible twin of [`u64()`].
+/// [`u64()`] (8 bytes, little-endian), or the error that kept the thread from seeding.
 ///
 /// # Errors
 /// As [`try_fill`].
 #[cfg(feature = "std")]
-#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 #[inline]
 pub fn try_u64() -> Result<u64, Error> {
     try_array().map(u64::from_le_bytes)
 }
 
-/// Fills possibly uninitialised memory with random bytes from the calling thread's generator
-/// and returns it as initialised bytes, as `getrandom::fill_uninit` does: for buffers made
-/// with `Box::new_uninit_slice` or `Vec::spare_capacity_mut`.
-///
-/// `dest` is zeroed first (one pass over its `dest.len()` bytes) so that the generator only
-/// ever writes into initialised memory; then it is filled as by [`fill`].
+/// Fills possibly uninitialised memory (`Box::new_uninit_slice`, `Vec::spare_capacity_mut`)
+/// as [`fill`] does, after zeroing it, and returns it as `dest.len()` initialised bytes.
 ///
 /// # Panics
 /// As [`fill`]; [`try_fill_uninit`] returns the error instead.
 #[cfg(feature = "std")]
-#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 #[inline]
 #[track_caller]
 pub fn fill_uninit(dest: &mut [core::mem::MaybeUninit<u8>]) -> &mut [u8] {
@@ -301,21 +220,18 @@ pub fn fill_uninit(dest: &mut [core::mem::MaybeUninit<u8>]) -> &mut [u8] {
     }
 }
 
-/// The fallible twin of [`fill_uninit`]: fills `dest` and returns it as initialised bytes,
-/// or returns the OS error that kept the thread from seeding (then `dest` holds zeros).
+/// [`fill_uninit`], or the error that kept the thread from seeding (`dest` then holds zeros).
 ///
 /// # Errors
 /// As [`try_fill`].
 #[cfg(feature = "std")]
-#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 #[inline]
 pub fn try_fill_uninit(dest: &mut [core::mem::MaybeUninit<u8>]) -> Result<&mut [u8], Error> {
     for byte in dest.iter_mut() {
         byte.write(0);
     }
-    // SAFETY: every element of `dest` was initialised just above, and `MaybeUninit<u8>` has
-    // the size, alignment and layout of `u8`, so the same memory is a valid `[u8]` for the
-    // lifetime of the borrow of `dest`.
+    // SAFETY: every element was initialised just above, and `MaybeUninit<u8>` has the layout
+    // of `u8`, so the memory is a valid `[u8]` for the borrow of `dest`.
     let bytes = unsafe { &mut *(dest as *mut [core::mem::MaybeUninit<u8>] as *mut [u8]) };
     try_fill(bytes)?;
     Ok(bytes)
@@ -324,44 +240,29 @@ pub fn try_fill_uninit(dest: &mut [core::mem::MaybeUninit<u8>]) -> Result<&mut [
 /// A [`ThreadRng`] handle to the calling thread's generator, for APIs that take a
 /// `rand_core` RNG.
 #[cfg(feature = "std")]
-#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 #[inline]
 pub fn rng() -> ThreadRng {
     ThreadRng::new()
 }
 
-/// Reseeds the calling thread's generator now: `K = K XOR S` with 32 fresh bytes `S` from
-/// the OS, and its buffer is wiped. Mixing keeps the old key's secrecy if the OS source is
-/// weak, and gains fresh entropy if the old state leaked.
-///
-/// Called from a signal handler that interrupted a read, or during thread exit, it does
-/// nothing (those reads are served from the OS directly). As the thread's first use it
-/// sets up the thread's state, as a first read does, which is not async-signal-safe: do
-/// not make that first call from a signal handler.
+/// Reseeds the calling thread's generator now: `K = K XOR S` with 32 fresh OS bytes `S`, and
+/// the buffer is wiped. Does nothing (returns `Ok`) from a signal handler that interrupted a
+/// read, or during thread exit; as a thread's first use it is not async-signal-safe.
 ///
 /// # Errors
-/// [`Error`] when the OS source fails (the generator then keeps its key), or, on the
-/// thread's first use, when the fork handler cannot be registered (`pthread_atfork`).
+/// [`Error`] when the OS source fails (the key is kept), or, on the thread's first use, when
+/// the fork handler cannot be registered (`pthread_atfork`).
 #[cfg(feature = "std")]
-#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 pub fn reseed() -> Result<(), Error> {
     thread::reseed()
 }
 
-/// Makes every thread of the process reseed from the OS before its next output, by starting
-/// a new process-wide epoch; each read compares its thread's epoch with it (one relaxed
-/// atomic load on the small-read path).
-///
-/// Call it where the whole process may have been duplicated without a `fork`: right after a
-/// VM snapshot is restored (Firecracker, AWS Lambda SnapStart, QEMU savevm/loadvm), or after
-/// a process checkpoint is restored (CRIU). Where [`snapshot_protection`] reports
-/// [`SnapshotProtection::VmGenerationCounter`], VM snapshot restores are detected without
-/// this call; it stays harmless there (one extra reseed per thread). Every clone of a
-/// snapshot would otherwise replay the same stream. A reseed that fails after this call
-/// makes that thread's next read fail (`try_fill` returns the error, `fill` panics) rather
-/// than emit from the old state.
+/// Makes every thread reseed from the OS before its next output (a new process-wide epoch).
+/// Call it after a VM snapshot or process checkpoint (CRIU) restore, unless
+/// [`snapshot_protection`] reports [`SnapshotProtection::VmGenerationCounter`] (then it only
+/// costs one extra reseed per thread). If a thread's reseed then fails, its next read fails
+/// rather than emit from the old state. Never fails, never panics.
 #[cfg(feature = "std")]
-#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 pub fn reseed_all() {
     lifecycle::fork::bump_epoch();
 }

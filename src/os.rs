@@ -1,25 +1,22 @@
-//! Everything fkrng asks of the operating system and the CPU, and nothing else: the random
-//! source, state pages and their advice, fork handler registration, clocks, the CPU's random
-//! words and counter, and the VMClock device. Every `libc` call of the crate is here.
+//! Everything fkrng asks of the OS and the CPU (random source, state pages, fork handlers,
+//! clocks, CPU random words and counter, the VMClock device): every `libc` call is here.
 
-#[cfg(all(any(target_os = "linux", target_os = "android"), not(miri)))]
-mod entropy;
 pub(crate) mod atfork;
 pub(crate) mod clock;
 pub(crate) mod diversifier;
+#[cfg(all(any(target_os = "linux", target_os = "android"), not(miri)))]
+mod entropy;
 pub(crate) mod pages;
+#[cfg(all(unix, not(miri)))]
+pub(crate) mod thread_exit;
 #[cfg(all(target_os = "linux", target_arch = "x86_64", not(miri)))]
 pub(crate) mod vdso;
 pub(crate) mod vmclock;
 
-use crate::Error;
+use crate::error::Error;
 
-/// Fills `dest` from the OS's random source: the `getrandom` system call on Linux and
-/// Android (retrying on `EINTR`, with a checked device fallback), the `getrandom` crate's
-/// source elsewhere (`getentropy`, `ProcessPrng`, WASI's `random_get`).
-///
-/// # Errors
-/// The source's failure; `dest` is then not to be used.
+/// Fills `dest` from the OS's random source: the `getrandom` system call (or the checked
+/// `/dev/urandom`) on Linux and Android, else the `getrandom` crate. On error, discard `dest`.
 pub(crate) fn fill(dest: &mut [u8]) -> Result<(), Error> {
     crate::probe::count(crate::probe::Event::OsRead);
     #[cfg(all(any(target_os = "linux", target_os = "android"), not(miri)))]
@@ -28,15 +25,23 @@ pub(crate) fn fill(dest: &mut [u8]) -> Result<(), Error> {
     return getrandom::fill(dest).map_err(Error::from);
 }
 
-/// As [`fill`], for a new thread's first seed: from the vDSO's `getrandom` where it serves
-/// (x86-64 Linux 6.11 and later), else [`fill`].
-///
-/// # Errors
-/// As [`fill`].
-pub(crate) fn fill_new_thread(dest: &mut [u8]) -> Result<(), Error> {
+/// As [`fill`], for a new thread's first seed: once the system call has answered in this
+/// process, from the vDSO's `getrandom` (x86-64 Linux 6.11+) where it can serve, with no
+/// vDSO state that predates `epoch` (the fork epoch: forks and `reseed_all`).
+#[cfg_attr(
+    not(all(target_os = "linux", target_arch = "x86_64", not(miri))),
+    allow(unused_variables)
+)]
+pub(crate) fn fill_new_thread(dest: &mut [u8], epoch: u64) -> Result<(), Error> {
     crate::probe::count(crate::probe::Event::OsRead);
+    #[cfg(all(target_os = "linux", target_arch = "x86_64", not(miri)))]
+    if entropy::SYSCALL_ANSWERED.load(core::sync::atomic::Ordering::Relaxed) {
+        return entropy::or_device(dest, |dest| {
+            vdso::fill(dest, epoch).unwrap_or_else(|| entropy::fill_by_syscall(dest))
+        });
+    }
     #[cfg(all(any(target_os = "linux", target_os = "android"), not(miri)))]
-    return entropy::fill_new_thread(dest);
+    return entropy::fill(dest);
     #[cfg(any(not(any(target_os = "linux", target_os = "android")), miri))]
-    return fill(dest);
+    return getrandom::fill(dest).map_err(Error::from);
 }

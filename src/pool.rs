@@ -12,10 +12,10 @@
 //!   before the first empty one.
 //! - **Claims.** Which slots are leased is kept in claim words outside the chunks, in the
 //!   pool's own static memory: a slot is claimed by a compare-and-swap that sets its bit
-//!   and released by clearing the bit, after its every byte was zeroed. Nothing here takes
-//!   a lock, so a signal handler's first read or a forked child never waits on one; a
-//!   thread that finds no free slot and cannot map a chunk gets `None`, and its read takes
-//!   the one-off path.
+//!   and released by clearing the bit, after its every byte was zeroed (`pool/claims.rs`,
+//!   model-checked in `pool/loom_model.rs`). Nothing here takes a lock, so a signal
+//!   handler's first read or a forked child never waits on one; a thread that finds no
+//!   free slot and cannot map a chunk gets `None`, and its read takes the one-off path.
 //! - **Fork.** A child has only the forking thread. The kernel zeroes every state of a
 //!   wipe-on-fork chunk in the child, the claim words are copied as they were, and the
 //!   child handler ([`StatePool::reset_after_fork`]) clears the claims of every slot but the
@@ -25,7 +25,12 @@
 //!   of the child may still hold a parent thread's state, so a slot is zeroed again when it
 //!   is claimed.
 
+mod claims;
+#[cfg(all(test, loom))]
+mod loom_model;
+
 use crate::os::pages::{Advice, note_advice, os};
+use claims::WORD_BITS;
 use core::alloc::Layout;
 use core::marker::PhantomData;
 use core::ptr::{self, NonNull};
@@ -47,7 +52,6 @@ pub(crate) const MAX_CHUNKS: usize = 1024;
 
 /// Slots per chunk at most, the bits of a chunk's claim words: 256.
 const MAX_SLOTS: usize = 256;
-const WORD_BITS: usize = usize::BITS as usize;
 const CLAIM_WORDS: usize = MAX_SLOTS / WORD_BITS;
 
 /// A directory entry: the chunk's address (null while unpublished) and its claim bits.
@@ -98,15 +102,6 @@ impl Geometry {
         let i = unit * self.per_unit + within / self.stride;
         (within % self.stride == 0 && within / self.stride < self.per_unit && i < self.slots)
             .then_some(i)
-    }
-
-    /// The claim bits of word `w` that stand for slots of the chunk.
-    fn mask(&self, w: usize) -> usize {
-        match self.slots.saturating_sub(w * WORD_BITS) {
-            0 => 0,
-            n if n >= WORD_BITS => usize::MAX,
-            n => (1 << n) - 1,
-        }
     }
 }
 
@@ -164,7 +159,7 @@ impl<T> StatePool<T> {
                     Ordering::Acquire,
                 ) {
                     Ok(_) => {
-                                                crate::probe::count(crate::probe::Event::ChunkPublished);
+                        crate::probe::count(crate::probe::Event::ChunkPublished);
                         new.as_ptr()
                     }
                     Err(theirs) => {
@@ -173,7 +168,7 @@ impl<T> StatePool<T> {
                     }
                 };
             }
-            if let Some(i) = claim(chunk, &g) {
+            if let Some(i) = claims::claim(&chunk.claimed, g.slots) {
                 found = Some((c, base, i));
                 break;
             }
@@ -224,18 +219,12 @@ impl<T> StatePool<T> {
                 .and_then(|p| (p as usize).checked_sub(base as usize))
                 .filter(|&offset| offset < g.len)
                 .and_then(|offset| g.index(offset));
-            for (w, word) in chunk.claimed.iter().enumerate() {
-                let bits = match kept {
-                    Some(i) if i / WORD_BITS == w => 1 << (i % WORD_BITS),
-                    _ => 0,
-                };
-                word.store(bits, Ordering::Relaxed);
-            }
+            claims::reset(&chunk.claimed, kept);
         }
     }
 
     /// Chunks published and slots claimed, for the tests.
-    #[cfg(test)]
+    #[cfg(any(test, fkrng_test_hooks))]
     pub(crate) fn census(&self) -> (usize, usize) {
         let published = self
             .chunks
@@ -250,29 +239,6 @@ impl<T> StatePool<T> {
             (chunks + 1, claimed + bits as usize)
         })
     }
-}
-
-/// Claims the first free slot of `chunk`: its index.
-fn claim(chunk: &Chunk, g: &Geometry) -> Option<usize> {
-    for (w, word) in chunk.claimed.iter().enumerate() {
-        let mask = g.mask(w);
-        let mut now = word.load(Ordering::Relaxed);
-        while now & mask != mask {
-            let bit = (!now & mask).trailing_zeros() as usize;
-            // Acquire: the zeroing that preceded the slot's release happens before its
-            // new owner's use.
-            match word.compare_exchange_weak(
-                now,
-                now | 1 << bit,
-                Ordering::Acquire,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => return Some(w * WORD_BITS + bit),
-                Err(current) => now = current,
-            }
-        }
-    }
-    None
 }
 
 fn chunk_layout(g: &Geometry) -> Layout {
@@ -326,10 +292,11 @@ impl<T> Lease<T> {
 impl<T> Drop for Lease<T> {
     fn drop(&mut self) {
         self.wipe();
-        // Release: the zeroing happens before the next owner's claim (an acquire).
-        let i = self.index as usize;
-        self.pool.chunks[self.chunk as usize].claimed[i / WORD_BITS]
-            .fetch_and(!(1 << (i % WORD_BITS)), Ordering::Release);
+        // The zeroing happens before the next owner's claim (a release, then an acquire).
+        claims::release(
+            &self.pool.chunks[self.chunk as usize].claimed,
+            self.index as usize,
+        );
     }
 }
 
@@ -457,7 +424,9 @@ mod tests {
                     assert_eq!(g.index(off + 64), None);
                 }
             }
-            let bits: u32 = (0..CLAIM_WORDS).map(|w| g.mask(w).count_ones()).sum();
+            let bits: u32 = (0..CLAIM_WORDS)
+                .map(|w| claims::mask(g.slots, w).count_ones())
+                .sum();
             assert_eq!(bits as usize, g.slots);
         }
         let g = Geometry::of(1216);

@@ -3,6 +3,9 @@
 //! every function here is empty and inlined, so a build that a dependent makes counts and
 //! stops nothing. Imports nothing of the crate.
 
+// Without `std` only the keystream and generator points are reached.
+#![cfg_attr(not(feature = "std"), allow(dead_code))]
+
 /// An event the tests count ([`count`]).
 #[derive(Clone, Copy)]
 pub(crate) enum Event {
@@ -20,6 +23,8 @@ pub(crate) enum Event {
     StateSetUp,
     /// A seed served by the vDSO's `getrandom`.
     VdsoFill,
+    /// A vDSO state zeroed before its first use in a new epoch.
+    VdsoStateCleared,
     /// A reseed caused by a VM generation change.
     SnapshotReseed,
     /// Bytes copied across a fork or restore, discarded and served again.
@@ -27,8 +32,8 @@ pub(crate) enum Event {
 }
 
 #[cfg(any(test, fkrng_test_hooks))]
-static COUNTS: [core::sync::atomic::AtomicU64; 9] =
-    [const { core::sync::atomic::AtomicU64::new(0) }; 9];
+static COUNTS: [core::sync::atomic::AtomicU64; 10] =
+    [const { core::sync::atomic::AtomicU64::new(0) }; 10];
 
 /// Counts `event` (tests only).
 #[inline(always)]
@@ -56,7 +61,7 @@ pub(crate) enum Point {
 /// Runs the hook armed for `point`, once (unit tests only).
 #[inline(always)]
 pub(crate) fn at(point: Point) {
-    #[cfg(all(test, feature = "std"))]
+    #[cfg(test)]
     hooks::at(point);
     let _ = point;
 }
@@ -65,7 +70,7 @@ pub(crate) fn at(point: Point) {
 /// this thread (unit tests only).
 #[inline(always)]
 pub(crate) fn kernel_call(which: usize) {
-    #[cfg(all(test, feature = "std"))]
+    #[cfg(test)]
     hooks::KERNEL_CALLS.with(|calls| {
         let mut n = calls.get();
         n[which] += 1;
@@ -74,9 +79,9 @@ pub(crate) fn kernel_call(which: usize) {
     let _ = which;
 }
 
-#[cfg(all(test, feature = "std"))]
+#[cfg(test)]
 pub(crate) mod hooks {
-    use super::Point;
+    use crate::probe::Point;
     use core::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 
     std::thread_local! {
@@ -99,7 +104,9 @@ pub(crate) mod hooks {
 
     /// Every release recorded in this process so far.
     pub(crate) fn releases() -> std::sync::MutexGuard<'static, Vec<Release>> {
-        RELEASES.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        RELEASES
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Records the release of the `len` bytes at `addr`, already wiped.
@@ -108,7 +115,11 @@ pub(crate) mod hooks {
         let pages_zero_after =
             (0..len).all(|i| unsafe { core::ptr::read_volatile(addr.add(i)) } == 0);
         let addr = addr as usize;
-        releases().push(Release { addr, before, pages_zero_after });
+        releases().push(Release {
+            addr,
+            before,
+            pages_zero_after,
+        });
     }
 
     static POINT: AtomicU8 = AtomicU8::new(0);

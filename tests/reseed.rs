@@ -1,6 +1,11 @@
 //! On-demand reseeding: `reseed_all` makes every live thread reseed from the OS before its
 //! next output, and `reseed` reseeds the calling thread, counted exactly with
 //! `fkrng::test_hooks::counters::os_reads` (one OS request per seeding or reseeding).
+//!
+//! Built only with the test hooks (`--cfg fkrng_test_hooks`: README's test command); without
+//! them this test target has no tests.
+
+#![cfg(fkrng_test_hooks)]
 
 use std::sync::{Arc, Barrier, Mutex};
 

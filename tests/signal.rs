@@ -23,9 +23,10 @@
 //! Progress goes to stderr.
 //!
 //! Runs without the test harness so that the process has one thread and `SIGALRM` always
-//! lands on the reading thread.
+//! lands on the reading thread. Needs the test hooks (`--cfg fkrng_test_hooks`: README's
+//! test command); says "skipped" without them.
 
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", fkrng_test_hooks))]
 fn main() {
     linux::main();
 }
@@ -35,7 +36,14 @@ fn main() {
     println!("signal re-entrancy test: Linux only, skipped");
 }
 
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", not(fkrng_test_hooks)))]
+fn main() {
+    println!(
+        "signal re-entrancy test: skipped (needs --cfg fkrng_test_hooks: README's test command)"
+    );
+}
+
+#[cfg(all(target_os = "linux", fkrng_test_hooks))]
 mod linux {
     use fkrng_test_support::signals::{self, AlarmTimer};
     use std::collections::HashSet;

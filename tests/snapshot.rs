@@ -2,9 +2,9 @@
 //! VMClock device: a tmpfs file with the ABI layout that the library maps in place of
 //! `/dev/vmclock0`, and that this test writes as the hypervisor would.
 //!
-//! Needs a build with the `test-hooks` feature (which this repository's test command turns
-//! on; the stand-in's path then comes from `FKRNG_TEST_VMCLOCK_PATH`, read
-//! because this program calls `stand_in_from_env`). Other builds print "skipped".
+//! Needs a build with the test hooks (`--cfg fkrng_test_hooks`, which README's test command
+//! sets; the stand-in's path then comes from `FKRNG_TEST_VMCLOCK_PATH`, read because this
+//! program calls `stand_in_from_env`). Other builds print "skipped".
 //!
 //! Runs without the test harness, so that the process is single-threaded and has not read
 //! the generator when it forks the children that probe unusable stand-ins (the device is
@@ -12,7 +12,7 @@
 //! exact.
 
 #[cfg(all(
-    feature = "test-hooks",
+    fkrng_test_hooks,
     target_os = "linux",
     target_endian = "little",
     target_pointer_width = "64"
@@ -22,19 +22,20 @@ fn main() {
 }
 
 #[cfg(not(all(
-    feature = "test-hooks",
+    fkrng_test_hooks,
     target_os = "linux",
     target_endian = "little",
     target_pointer_width = "64"
 )))]
 fn main() {
     println!(
-        "snapshot tests: need a little-endian 64-bit Linux build with the test-hooks feature; skipped"
+        "snapshot tests: need a little-endian 64-bit Linux build with --cfg fkrng_test_hooks \
+         (README's test command); skipped"
     );
 }
 
 #[cfg(all(
-    feature = "test-hooks",
+    fkrng_test_hooks,
     target_os = "linux",
     target_endian = "little",
     target_pointer_width = "64"
@@ -121,9 +122,12 @@ mod hooked {
         }
     }
 
+    /// Names `path` as the stand-in that this process's first seeding probes in place of
+    /// the device: before that seeding, in a process (or child) that has not yet named one.
     fn use_stand_in(path: &Path) {
         // SAFETY: called while this process (or child) has a single thread.
         unsafe { std::env::set_var("FKRNG_TEST_VMCLOCK_PATH", path) };
+        fkrng::test_hooks::snapshot::stand_in_from_env();
     }
 
     /// In a child forked before this process's first read: points the probe at `path`
@@ -305,8 +309,8 @@ mod hooked {
     }
 
     pub fn main() {
-        // The stand-in VMClock page, where a run names one (.ci/run's snapshot section).
-        fkrng::test_hooks::snapshot::stand_in_from_env();
+        // Each stand-in is named where it is used (`use_stand_in`): in the children that
+        // probe unusable ones, then in this process before its first read.
         unusable_devices_degrade_silently();
         println!("unusable devices degrade silently: ok");
         let s = StandIn::new("live", 42);

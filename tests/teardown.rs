@@ -7,6 +7,11 @@
 //! its destructor's read must get fresh bytes from a one-off OS-keyed generator. The test
 //! checks that it really took that path (`fkrng::test_hooks::counters::one_off_reads_unavailable`), so it
 //! fails if the ordering assumption breaks instead of passing without exercising anything.
+//!
+//! Built only with the test hooks (`--cfg fkrng_test_hooks`: README's test command); without
+//! them this test target has no tests.
+
+#![cfg(fkrng_test_hooks)]
 
 use std::sync::Mutex;
 

@@ -8,7 +8,7 @@
 //! wait; the difference between a reader's figures and `none`'s is what the generator costs
 //! per thread. For `fkrng` the
 //! line goes on with the sizes of one thread's generator, from the test hooks (builds with
-//! the `test-hooks` feature, as `scripts/bench.sh` builds it):
+//! `--cfg fkrng_test_hooks`, as `scripts/bench.sh` builds it):
 //! `state_bytes=… storage_bytes=… thread_local_bytes=…`.
 
 use rand_core::Rng;
@@ -26,7 +26,7 @@ fn rss_kib() -> u64 {
 
 /// One thread's generator sizes after `read`, as the rest of the output line; `None` for a
 /// reader other than fkrng.
-#[cfg(feature = "test-hooks")]
+#[cfg(fkrng_test_hooks)]
 fn state_figures(read: fn()) -> Option<String> {
     let m = std::thread::spawn(move || {
         read();
@@ -40,7 +40,7 @@ fn state_figures(read: fn()) -> Option<String> {
     ))
 }
 
-#[cfg(not(feature = "test-hooks"))]
+#[cfg(not(fkrng_test_hooks))]
 fn state_figures(_: fn()) -> Option<String> {
     None
 }

@@ -1,16 +1,7 @@
-//! The `getrandom_backend` feature: fkrng as the `getrandom` crate's custom backend.
-//!
-//! A binary built with `--cfg getrandom_backend="custom"` makes `getrandom` 0.3 and 0.4 call
-//! one function, `__getrandom_v03_custom`, for every request (both versions declare the same
-//! symbol with the same signature). With this feature fkrng defines it, so every
-//! `getrandom::fill`, `getrandom::u32`, `getrandom::u64`, `uuid::Uuid::new_v4`,
-//! `rand::rngs::OsRng` and RustCrypto `OsRng` call in the program is served by the calling
-//! thread's generator through [`crate::try_fill`], including its one-off path for signal
-//! handlers and thread-local destructors.
-//!
-//! fkrng seeds itself with the `getrandom` system call made directly (and its checked
-//! `/dev/urandom` fallback), never through the `getrandom` crate, so the backend cannot
-//! recurse into itself. Targets without such a path are refused at compile time.
+//! The `getrandom_backend` feature: `__getrandom_v03_custom`, the one function `getrandom`
+//! 0.3 and 0.4 call in a binary built with `--cfg getrandom_backend="custom"`, served by
+//! [`crate::try_fill`] (docs/DESIGN.md, "The getrandom backend and the C ABI"). fkrng's own
+//! seeds never go through the `getrandom` crate, so nothing recurses.
 
 #[cfg(not(any(target_os = "linux", target_os = "android")))]
 compile_error!(
@@ -19,18 +10,15 @@ compile_error!(
      call back into fkrng"
 );
 
-// Under Miri fkrng seeds through the `getrandom` crate (Miri cannot run its system call
-// path), which in a build with the custom backend would call back into fkrng.
+// Under Miri fkrng seeds through the `getrandom` crate, which would call back into fkrng.
 #[cfg(all(miri, getrandom_backend = "custom"))]
 compile_error!(
     "fkrng's `getrandom_backend` feature cannot serve --cfg getrandom_backend=\"custom\" under \
      Miri, where fkrng itself seeds through the `getrandom` crate: run Miri without that cfg"
 );
 
-/// The `getrandom` error for an fkrng error: an OS error number `n` becomes
-/// `getrandom::Error::new_custom(n)` (the crate has no public constructor for OS errors), and
-/// errors without a number (a seed of zero bytes, a bad length, a `/dev/urandom` that is not
-/// the kernel's device) become `getrandom::Error::UNEXPECTED`.
+/// OS error number `n` becomes `Error::new_custom(n)` (`getrandom` has no public constructor
+/// for OS errors); errors without a number become `Error::UNEXPECTED`.
 fn to_getrandom_error(e: crate::Error) -> getrandom::Error {
     match e.raw_os_error().and_then(|n| u16::try_from(n).ok()) {
         Some(n) => getrandom::Error::new_custom(n),
@@ -38,8 +26,8 @@ fn to_getrandom_error(e: crate::Error) -> getrandom::Error {
     }
 }
 
-/// Fills `len` bytes at `dest` (which may be uninitialised) from the calling thread's
-/// generator. On error nothing is written.
+/// Fills `len` possibly uninitialised bytes at `dest` from the calling thread's generator;
+/// on error they hold zeros.
 ///
 /// # Safety
 /// `dest` is valid for writes of `len` bytes, or `len` is 0.
@@ -48,9 +36,7 @@ pub(crate) unsafe fn fill_raw(dest: *mut u8, len: usize) -> Result<(), getrandom
         return Ok(());
     }
     // SAFETY: the caller guarantees `dest` is valid for writes of `len` bytes; zeroing them
-    // first makes them initialised, so the slice below is sound even for uninitialised
-    // memory. The zeros are overwritten on success and are what the caller sees on error
-    // (no generator output).
+    // first makes them initialised, so the slice is sound even for uninitialised memory.
     let buf = unsafe {
         core::ptr::write_bytes(dest, 0, len);
         core::slice::from_raw_parts_mut(dest, len)
@@ -58,9 +44,8 @@ pub(crate) unsafe fn fill_raw(dest: *mut u8, len: usize) -> Result<(), getrandom
     crate::try_fill(buf).map_err(to_getrandom_error)
 }
 
-/// The `getrandom` crate's custom backend (see the module documentation). Left out of this
-/// crate's own unit-test build, so that a test binary that also links the library cannot
-/// define the symbol twice.
+/// The `getrandom` crate's custom backend. Not in the unit-test build, whose binary also
+/// links the library: the symbol would be defined twice.
 ///
 /// # Safety
 /// As [`fill_raw`]: `getrandom` passes a buffer valid for writes of `len` bytes.

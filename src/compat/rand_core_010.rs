@@ -1,7 +1,5 @@
-//! `rand_core` 0.10 traits, the current generation: `TryRng` and `TryCryptoRng` with error
-//! type `Infallible`, so that `rand_core`'s blanket implementations make both generators a
-//! `Rng` and a `CryptoRng`. (`FkeRng`'s `SeedableRng` is beside its constructor, in
-//! `generator.rs`.)
+//! `rand_core` 0.10: `TryRng` and `TryCryptoRng` with `Infallible` errors, which make both
+//! generators a `Rng` and a `CryptoRng`. (`FkeRng`'s `SeedableRng` is in `generator.rs`.)
 
 use crate::FkeRng;
 use core::convert::Infallible;
@@ -35,7 +33,6 @@ mod thread_rng {
     use core::convert::Infallible;
     use rand_core::{TryCryptoRng, TryRng};
 
-    #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
     impl TryRng for ThreadRng {
         type Error = Infallible;
 
@@ -59,6 +56,5 @@ mod thread_rng {
         }
     }
 
-    #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
     impl TryCryptoRng for ThreadRng {}
 }

@@ -1,15 +1,11 @@
-//! Copying and zeroing the bytes of a small read without calls to `memcpy` and `memset`.
+//! The small-read copy-and-zero (docs/DESIGN.md, "Speed").
 
-/// Moves `src` (at most 64 bytes) into `dest` and zeroes `src`, with at most four loads and
-/// eight stores of fixed width instead of calls to `memcpy` and `memset`: the usual
-/// overlapping head-and-tail copy (the two chunks cover every byte, overlapping in the
-/// middle when the length is not a power of two). Run-time lengths of small reads (slices
-/// whose length the compiler cannot see) cost about as much as the call overhead otherwise.
-///
-/// The caller guarantees `dest.len() == src.len() <= 64`.
+/// Moves `src` into `dest` and zeroes `src` with two overlapping fixed-width chunks (head and
+/// tail) instead of calls to `memcpy` and `memset`. The caller guarantees
+/// `dest.len() == src.len() <= 64`.
 #[inline(always)]
 pub(super) fn take_small(dest: &mut [u8], src: &mut [u8]) {
-    /// Copies the first and the last `W` bytes of `src` (`W <= n <= 2 W`) and zeroes them.
+    /// Moves and zeroes the first and the last `W` bytes of `src` (`W <= n <= 2 W`).
     #[inline(always)]
     fn head_tail<const W: usize>(dest: &mut [u8], src: &mut [u8]) {
         debug_assert!(W <= src.len() && src.len() <= 2 * W);

@@ -1,4 +1,6 @@
-//! The eight-block AVX2 kernel: word `i` of blocks `n..n + 8` in one 256-bit register.
+//! The eight-block AVX2 pass kernel: word `i` of blocks `n..n + 8` in one 256-bit register,
+//! so the rounds are lane-wise adds, xors and rotations, and one transposition at the end
+//! stores the blocks.
 
 use super::{Block, SIGMA};
 use core::arch::x86_64::*;
@@ -8,8 +10,7 @@ pub(super) const LANES: usize = 8;
 
 cpufeatures::new!(cpuid_avx2, "avx2");
 
-/// Whether this CPU has AVX2 and the OS saves its registers (CPUID and XGETBV, read once
-/// and cached by `cpufeatures`).
+/// Whether this CPU has AVX2 and the OS saves its registers.
 #[inline(always)]
 pub(super) fn detected() -> bool {
     cpuid_avx2::get()
@@ -17,34 +18,8 @@ pub(super) fn detected() -> bool {
 
 #[target_feature(enable = "avx2")]
 #[inline]
-fn splat(w: u32) -> __m256i {
-    _mm256_set1_epi32(w as i32)
-}
-
-#[target_feature(enable = "avx2")]
-#[inline]
 fn rotl<const L: i32, const R: i32>(x: __m256i) -> __m256i {
     _mm256_or_si256(_mm256_slli_epi32::<L>(x), _mm256_srli_epi32::<R>(x))
-}
-
-/// A byte shuffle that rotates every 32-bit lane left by 16 bits.
-#[target_feature(enable = "avx2")]
-#[inline]
-fn rot16_mask() -> __m256i {
-    _mm256_setr_epi8(
-        2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13, //
-        2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13,
-    )
-}
-
-/// A byte shuffle that rotates every 32-bit lane left by 8 bits.
-#[target_feature(enable = "avx2")]
-#[inline]
-fn rot8_mask() -> __m256i {
-    _mm256_setr_epi8(
-        3, 0, 1, 2, 7, 4, 5, 6, 11, 8, 9, 10, 15, 12, 13, 14, //
-        3, 0, 1, 2, 7, 4, 5, 6, 11, 8, 9, 10, 15, 12, 13, 14,
-    )
 }
 
 /// The ChaCha quarter round on words `a`, `b`, `c`, `d` of eight blocks.
@@ -61,33 +36,30 @@ fn quarter(x: &mut [__m256i; 16], [a, b, c, d]: [usize; 4], r16: __m256i, r8: __
     x[b] = rotl::<7, 25>(_mm256_xor_si256(x[b], x[c]));
 }
 
-/// Transposes words `w..w + 8` of the eight blocks in `x` and stores them at byte offset
-/// `4 * w` (`w` is 0 or 8) of each of the first eight blocks of `out`.
+/// Interleaves words `w..w + 4` of the eight blocks: `r[k]` holds those four words of block
+/// `k` in its low 128 bits and of block `k + 4` in its high 128 bits.
 #[target_feature(enable = "avx2")]
 #[inline]
-fn store_half(x: &[__m256i; 16], w: usize, out: &mut [Block]) {
+fn gather_quarter(x: &[__m256i; 16], w: usize) -> [__m256i; 4] {
     let t0 = _mm256_unpacklo_epi32(x[w], x[w + 1]);
     let t1 = _mm256_unpackhi_epi32(x[w], x[w + 1]);
     let t2 = _mm256_unpacklo_epi32(x[w + 2], x[w + 3]);
     let t3 = _mm256_unpackhi_epi32(x[w + 2], x[w + 3]);
-    let t4 = _mm256_unpacklo_epi32(x[w + 4], x[w + 5]);
-    let t5 = _mm256_unpackhi_epi32(x[w + 4], x[w + 5]);
-    let t6 = _mm256_unpacklo_epi32(x[w + 6], x[w + 7]);
-    let t7 = _mm256_unpackhi_epi32(x[w + 6], x[w + 7]);
-    // u[k] holds words w..w+4 of block k (low half) and of block k + 4 (high half);
-    // v[k] the same for words w+4..w+8.
-    let u = [
+    [
         _mm256_unpacklo_epi64(t0, t2),
         _mm256_unpackhi_epi64(t0, t2),
         _mm256_unpacklo_epi64(t1, t3),
         _mm256_unpackhi_epi64(t1, t3),
-    ];
-    let v = [
-        _mm256_unpacklo_epi64(t4, t6),
-        _mm256_unpackhi_epi64(t4, t6),
-        _mm256_unpacklo_epi64(t5, t7),
-        _mm256_unpackhi_epi64(t5, t7),
-    ];
+    ]
+}
+
+/// Transposes words `w..w + 8` (`w` is 0 or 8) of the eight blocks in `x` into bytes
+/// `4 * w..4 * w + 32` of each of the eight blocks of `out`.
+#[target_feature(enable = "avx2")]
+#[inline]
+fn store_half(x: &[__m256i; 16], w: usize, out: &mut [Block]) {
+    let u = gather_quarter(x, w);
+    let v = gather_quarter(x, w + 4);
     let (first, second) = out[..LANES].split_at_mut(4);
     let at = 4 * w;
     for k in 0..4 {
@@ -95,8 +67,8 @@ fn store_half(x: &[__m256i; 16], w: usize, out: &mut [Block]) {
         let hi = _mm256_permute2x128_si256::<0x31>(u[k], v[k]);
         let dst_lo: &mut [u8; 32] = first[k][at..].first_chunk_mut().expect("32 bytes");
         let dst_hi: &mut [u8; 32] = second[k][at..].first_chunk_mut().expect("32 bytes");
-        // SAFETY: each destination is a 32-byte array borrowed mutably, the size of one
-        // unaligned 256-bit store.
+        // SAFETY: each destination is 32 bytes borrowed mutably, the size of one unaligned
+        // 256-bit store.
         unsafe {
             _mm256_storeu_si256(dst_lo.as_mut_ptr().cast(), lo);
             _mm256_storeu_si256(dst_hi.as_mut_ptr().cast(), hi);
@@ -104,28 +76,35 @@ fn store_half(x: &[__m256i; 16], w: usize, out: &mut [Block]) {
     }
 }
 
-/// Writes keystream blocks `counter..counter + out.len()` under the key `key`.
+/// Writes keystream blocks `counter..counter + out.len()` under the key words `key`.
 ///
 /// # Safety
-/// The CPU must support AVX2; `out.len()` must be a multiple of 8 and `counter +
-/// out.len()` at most 2^32 (see `Kernel::usable`).
+/// The CPU must have AVX2; `out.len()` must be a multiple of 8 and `counter + out.len()` at
+/// most 2^32 (`PassKernel::usable`).
 #[target_feature(enable = "avx2")]
 pub(super) unsafe fn write_blocks(key: &[u32; 8], counter: u64, out: &mut [Block]) {
     debug_assert!(out.len().is_multiple_of(LANES) && counter + out.len() as u64 <= 1 << 32);
-    let r16 = rot16_mask();
-    let r8 = rot8_mask();
+    // `vpshufb` masks that rotate every 32-bit lane left by 16 and by 8 bits.
+    let r16 = _mm256_setr_epi8(
+        2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13, //
+        2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13,
+    );
+    let r8 = _mm256_setr_epi8(
+        3, 0, 1, 2, 7, 4, 5, 6, 11, 8, 9, 10, 15, 12, 13, 14, //
+        3, 0, 1, 2, 7, 4, 5, 6, 11, 8, 9, 10, 15, 12, 13, 14,
+    );
     let mut init = [_mm256_setzero_si256(); 16];
     for i in 0..4 {
-        init[i] = splat(SIGMA[i]);
+        init[i] = _mm256_set1_epi32(SIGMA[i] as i32);
     }
     for i in 0..8 {
-        init[4 + i] = splat(key[i]);
+        init[4 + i] = _mm256_set1_epi32(key[i] as i32);
     }
     // Words 13 (counter high), 14 and 15 (nonce) stay zero: `counter + 8 <= 2^32`.
     let lane_offsets = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     let mut low = counter as u32;
     for pass in out.chunks_exact_mut(LANES) {
-        init[12] = _mm256_add_epi32(splat(low), lane_offsets);
+        init[12] = _mm256_add_epi32(_mm256_set1_epi32(low as i32), lane_offsets);
         let mut x = init;
         for _ in 0..10 {
             // Columns, then diagonals (RFC 8439, section 2.3).

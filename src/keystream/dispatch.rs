@@ -1,26 +1,20 @@
-//! The kernel table: for each keystream path, whether this CPU can take it, the pass kernels
-//! it runs and its tail kernel; and the choice of the row a build takes (the widest the CPU
-//! has, or the one pinned at build time).
-//!
-//! CPU features are read with `cpufeatures` (CPUID and, for the AVX states, XGETBV, once per
-//! process, cached in an atomic) as the `chacha20` crate's own backend choice does, which
-//! needs no `std`: the kernels serve `no_std` builds too.
+//! The kernel table: one row per keystream path with its pass kernels and tail kernel, and
+//! the row this build takes (the widest the CPU has, or the pinned one). CPU features come
+//! from `cpufeatures` (CPUID and XGETBV, cached), which needs no `std`.
 
-use super::{Block, KEY_LEN, KeystreamPath, PINNED, TAIL_BLOCKS};
+use super::path::{KeystreamPath, PINNED};
+use super::{Block, KEY_LEN, TAIL_BLOCKS};
 #[cfg(target_arch = "x86_64")]
 use super::{avx2, avx512};
 
-/// One of fkrng's pass kernels: whole passes of `lanes` consecutive blocks.
+/// One of fkrng's pass kernels: whole passes of `lanes` (16 or 8) consecutive blocks.
 #[derive(Clone, Copy)]
 pub(super) struct PassKernel {
-    /// Blocks per pass: 16 (AVX-512) or 8 (AVX2).
     pub(super) lanes: usize,
     /// Whether this CPU has the kernel's instruction set.
     detected: fn() -> bool,
-    /// Writes keystream blocks `counter..counter + out.len()` under the key words.
-    ///
-    /// # Safety
-    /// Only where [`PassKernel::usable`]`(counter, out.len())` holds.
+    /// Writes keystream blocks `counter..counter + out.len()` under the key words. Safety:
+    /// only where [`PassKernel::usable`]`(counter, out.len())` holds.
     pub(super) write: unsafe fn(key: &[u32; 8], counter: u64, out: &mut [Block]),
 }
 
@@ -37,30 +31,29 @@ impl PassKernel {
     }
 }
 
-/// A tail kernel: [`TAIL_BLOCKS`] blocks from any 64-bit counter (wrapping at 2^64).
-///
-/// # Safety
-/// Only where the row that names it is [`selected`].
+/// A tail kernel: [`TAIL_BLOCKS`] blocks from any 64-bit counter (wrapping at 2^64). Safety:
+/// only where the row that names it is [`selected`].
 pub(super) type TailKernel =
     unsafe fn(key: &[u32; 8], counter: u64, out: &mut [Block; TAIL_BLOCKS]);
 
 /// One keystream path's row of the table.
 pub(super) struct Row {
-    /// The path, as [`super::keystream_path`] reports it.
+    /// The path, as [`keystream_path`] reports it.
     pub(super) path: KeystreamPath,
-    /// Whether this CPU can take the path.
-    detected: fn() -> bool,
-    /// Its pass kernels, widest first: each covers what it can of what the one before left,
-    /// and the `chacha20` crate the rest.
+    /// Widest first, each covering what it can of what the one before left (the crate does
+    /// the rest). The CPU can take the path if it has the first.
     pub(super) passes: &'static [PassKernel],
-    /// Its tail kernel, for what the passes leave of a byte fill. Without one, a tail of
-    /// three to eight blocks is computed as a whole eight-block fill (one AVX2 pass where
-    /// the path has one), and a shorter one by the crate (the break-even measured in
-    /// docs/BENCHMARKS.md).
+    /// For what the passes leave of a byte fill (`write_bytes_below`).
     pub(super) tail: Option<TailKernel>,
 }
 
-/// The sixteen-block AVX-512 pass kernel.
+impl Row {
+    #[inline(always)]
+    fn detected(&self) -> bool {
+        self.passes.first().is_none_or(|kernel| (kernel.detected)())
+    }
+}
+
 #[cfg(target_arch = "x86_64")]
 pub(super) const AVX512_PASS: PassKernel = PassKernel {
     lanes: avx512::LANES,
@@ -68,7 +61,6 @@ pub(super) const AVX512_PASS: PassKernel = PassKernel {
     write: avx512::write_blocks,
 };
 
-/// The eight-block AVX2 pass kernel.
 #[cfg(target_arch = "x86_64")]
 pub(super) const AVX2_PASS: PassKernel = PassKernel {
     lanes: avx2::LANES,
@@ -76,50 +68,44 @@ pub(super) const AVX2_PASS: PassKernel = PassKernel {
     write: avx2::write_blocks,
 };
 
-/// The table, widest path first. The last row, the `chacha20` crate alone, runs anywhere.
+/// The table, widest path first; the last row, the `chacha20` crate alone, runs anywhere.
 #[cfg(target_arch = "x86_64")]
 const TABLE: &[Row] = &[
-    Row {
-        path: KeystreamPath::Avx512,
-        detected: avx512::detected,
-        passes: &[AVX512_PASS, AVX2_PASS],
-        tail: Some(avx512::write_tail),
-    },
-    Row {
-        path: KeystreamPath::Avx2,
-        detected: avx2::detected,
-        passes: &[AVX2_PASS],
-        tail: None,
-    },
+    row(
+        KeystreamPath::Avx512,
+        &[AVX512_PASS, AVX2_PASS],
+        Some(avx512::write_tail),
+    ),
+    row(KeystreamPath::Avx2, &[AVX2_PASS], None),
     PORTABLE,
 ];
 #[cfg(not(target_arch = "x86_64"))]
 const TABLE: &[Row] = &[PORTABLE];
+const PORTABLE: Row = row(KeystreamPath::Portable, &[], None);
+/// `small_stack.rs` computes refills and byte fills; direct calls of `write_blocks` take the
+/// crate.
+const SMALL_STACK: Row = row(KeystreamPath::SmallStack, &[], None);
 
-/// The `chacha20` crate alone.
-const PORTABLE: Row = Row {
-    path: KeystreamPath::Portable,
-    detected: || true,
-    passes: &[],
-    tail: None,
-};
+const fn row(path: KeystreamPath, passes: &'static [PassKernel], tail: Option<TailKernel>) -> Row {
+    Row { path, passes, tail }
+}
 
-/// Builds with debug assertions and no pin: no kernel, no tail kernel, and the keystream
-/// computed by `small_stack.rs` (where a path reaches the crate instead, as a direct call of
-/// `write_blocks` does, it runs the crate).
-const SMALL_STACK: Row = Row {
-    path: KeystreamPath::SmallStack,
-    detected: || true,
-    passes: &[],
-    tail: None,
-};
-
-/// The row this build takes on this CPU: [`SMALL_STACK`] in builds with debug assertions and
-/// no pin; else the first row whose instruction set the CPU has, or the one pinned with
-/// `--cfg fkrng_keystream` (the one line marked below), which never falls back.
+/// The keystream path that refills and direct fills take in this build on this CPU: the
+/// widest kernel the CPU has (detected at run time), the one pinned at build time with
+/// `--cfg fkrng_keystream="avx512"|"avx2"|"portable"` (a switch for tests), or, in builds
+/// with debug assertions or at opt-level 0 and no pin, [`KeystreamPath::SmallStack`].
+/// `fkrng --version` prints it as `keystream: <name>`.
 ///
 /// # Panics
-/// In a build pinned to a path this CPU lacks (see [`super::keystream_path`]).
+/// Only in a build pinned to a kernel this CPU lacks (for example `avx512` on a CPU without
+/// AVX-512F): the pin never falls back, so that a test run meant for one kernel cannot pass
+/// on another. Every read of such a build panics the same way.
+#[inline]
+pub fn keystream_path() -> KeystreamPath {
+    selected().path
+}
+
+/// The row of [`keystream_path`] (which see, also for the panic).
 #[inline(always)]
 pub(super) fn selected() -> &'static Row {
     if super::small_stack::IN_USE {
@@ -127,10 +113,9 @@ pub(super) fn selected() -> &'static Row {
     }
     let row = TABLE
         .iter()
-        // The pin: the pinned row, whatever the CPU has; else the first the CPU has.
-        .find(|row| PINNED.map_or_else(|| (row.detected)(), |pin| pin == row.path))
+        .find(|row| PINNED.map_or_else(|| row.detected(), |pin| pin == row.path))
         .expect("the last row runs anywhere, and a pin names a row of this target");
-    if PINNED.is_some() && !(row.detected)() {
+    if PINNED.is_some() && !row.detected() {
         pin_unavailable(row.path);
     }
     row
@@ -141,7 +126,7 @@ pub(super) fn selected() -> &'static Row {
 fn pin_unavailable(pin: KeystreamPath) -> ! {
     let detected = TABLE
         .iter()
-        .find(|row| (row.detected)())
+        .find(|row| row.detected())
         .map_or(KeystreamPath::Portable, |row| row.path);
     panic!(
         "fkrng: built with --cfg fkrng_keystream=\"{pin}\", but this CPU only has the \
@@ -152,15 +137,11 @@ fn pin_unavailable(pin: KeystreamPath) -> ! {
 /// The key as eight little-endian words, the kernels' input.
 #[inline(always)]
 pub(super) fn key_words(key: &[u8; KEY_LEN]) -> [u32; 8] {
-    core::array::from_fn(|i| {
-        u32::from_le_bytes(*key[4 * i..].first_chunk().expect("4 bytes of the key"))
-    })
+    core::array::from_fn(|i| u32::from_le_bytes(key.as_chunks::<4>().0[i]))
 }
 
-/// Writes the longest prefix of `out` that whole passes of `row`'s kernels can cover
-/// (16-block AVX-512 passes first, then 8-block AVX2 passes), and returns the counter and
-/// blocks left over for the crate: fewer than 8 blocks, or all of them on the portable path
-/// or where the low counter word would carry.
+/// Writes the longest prefix of `out` that whole passes of `row`'s kernels can cover;
+/// returns the counter and blocks left for the crate.
 #[inline]
 pub(super) fn with_kernels<'a>(
     row: &Row,
@@ -174,7 +155,7 @@ pub(super) fn with_kernels<'a>(
             let (head, rest) = core::mem::take(&mut out).split_at_mut(whole);
             // SAFETY: `usable(counter, whole)` holds, and `head` is `whole` blocks long.
             unsafe { (kernel.write)(words, counter, head) };
-                        crate::probe::kernel_call(if kernel.lanes == 16 { 0 } else { 1 });
+            crate::probe::kernel_call(if kernel.lanes == 16 { 0 } else { 1 });
             counter += whole as u64;
             out = rest;
         }

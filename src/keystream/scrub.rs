@@ -1,21 +1,17 @@
 //! Erasing what a keystream computation leaves behind, on every path and profile.
 //!
-//! Contract: [`below`] runs a computation that holds every key-derived value in the frames
-//! of a callee that is never inlined (so they lie below the caller's stack pointer) and in
-//! registers. When it returns, the vector registers and the caller-saved general registers
-//! are cleared (x86-64 and AArch64), then [`SCRUB_BYTES`] of stack below the caller are
-//! zeroed through a local array of a frame of its own. Every write lies within the stack
-//! depth a keystream computation of this build needs, on whatever stack it runs; nothing is
-//! written anywhere else and nothing is left registered with the OS or another library.
-//!
-//! Registers that the kernel saves in a signal frame while a computation runs are not
-//! reached: that limit, shared with every userspace generator, is in docs/SECURITY.md.
+//! Contract: [`below`] runs a computation that holds every key-derived value in registers
+//! and in the frames of a never-inlined callee (below the caller's stack pointer). When it
+//! returns, the vector and caller-saved general registers are cleared (x86-64, AArch64),
+//! then [`SCRUB_BYTES`] of stack below the caller are zeroed through a local array of a
+//! frame of its own: only within the depth a keystream computation of this build needs on
+//! whatever stack it runs, nothing anywhere else, and nothing is registered with the OS.
+//! Registers saved in a signal frame during the computation are not reached
+//! (docs/SECURITY.md).
 
-/// Bytes of stack zeroed below the caller after a keystream computation: at least the
-/// deepest stack its frames reach on any path of this build, as measured by the unit test
-/// `scrub_covers_the_deepest_keystream_frame` (figures per level in docs/SECURITY.md):
-/// 3584 for the small-stack code, 2048 for the kernels and the crate at opt-level 2 or 3
-/// without debug assertions, 4608 elsewhere (opt-level 1, `s`, `z`, pinned builds).
+/// Bytes of stack zeroed below the caller: at least the deepest a computation of this build
+/// reaches on any path (`scrub_covers_the_deepest_keystream_frame`; figures per level in
+/// docs/SECURITY.md); 4608 for opt-level 1, `s` and `z`, and pinned unoptimised builds.
 pub(super) const SCRUB_BYTES: usize = if super::small_stack::IN_USE {
     3584
 } else if cfg!(all(
@@ -36,9 +32,9 @@ pub(super) fn below<R>(compute: impl FnOnce() -> R) -> R {
     r
 }
 
-/// Zeroes [`SCRUB_BYTES`] of stack just below the caller: one local array in a frame that
-/// reuses the area the computation's frames used. An `asm!` block that takes the array's
-/// address (volatile word writes where there is none, and under Miri) keeps the stores.
+/// Zeroes [`SCRUB_BYTES`] of stack just below the caller: one local array in a frame over
+/// the area the computation's frames used. An `asm!` block that takes the array's address
+/// (volatile writes where there is none, and under Miri) keeps the stores.
 #[inline(never)]
 fn scrub_stack() {
     let mut area = [0usize; SCRUB_BYTES / size_of::<usize>()];

@@ -1,23 +1,13 @@
-//! ChaCha20 one block at a time in plain Rust, with a small stack at any optimisation
-//! level: the keystream code of builds with debug assertions.
-//!
-//! Unoptimised builds (a dependent's debug build compiles fkrng and the `chacha20` crate at
-//! opt-level 0) keep every temporary of SIMD code in a stack slot of its own: fkrng's
-//! kernels and the `chacha20` crate then need more stack than a 16 KiB thread stack holds.
-//! This block function keeps one 16-word input and one working state, and the scrub after
-//! it covers the deepest frame with room to spare (the unit test
-//! `scrub_covers_the_deepest_keystream_frame` and `tests/stack_use.rs` measure both; the
-//! figures are in docs/BENCHMARKS.md). Builds with debug assertions (every Cargo profile with opt-level 0, by
-//! default) use it for every refill and direct fill unless a keystream path is pinned;
-//! optimised builds never do.
+//! ChaCha20 one block at a time in plain Rust, the keystream code of builds with debug
+//! assertions or at opt-level 0 (unless a path is pinned): unoptimised, it keeps one 16-word
+//! input and one working state, and so needs little stack where SIMD code would need more
+//! than a 16 KiB thread has (figures in docs/SECURITY.md).
 
 use super::{BLOCK_LEN, KEY_LEN, SIGMA};
 
-/// Whether this build computes keystream here: builds with debug assertions, and builds
-/// at opt-level 0 or at an optimisation level the build script could not tell
-/// (`fkrng_opt_level`, from build.rs), where the kernels and the `chacha20` crate need
-/// 16 to 19 KiB of stack; unless a keystream path is pinned (`--cfg fkrng_keystream`, for
-/// tests of that path).
+/// Whether this build computes keystream here: builds with debug assertions, at opt-level 0
+/// or at a level the build script could not tell (`fkrng_opt_level`, from build.rs), unless
+/// a keystream path is pinned (`--cfg fkrng_keystream`, for tests of that path).
 pub(super) const IN_USE: bool = (cfg!(debug_assertions)
     || !cfg!(any(
         fkrng_opt_level = "1",
@@ -28,19 +18,11 @@ pub(super) const IN_USE: bool = (cfg!(debug_assertions)
     )))
     && super::PINNED.is_none();
 
-/// One block of output, in bytes.
-const _: () = assert!(BLOCK_LEN == 64);
-
 /// The quarter rounds of a double round: columns, then diagonals (RFC 8439, section 2.3).
+#[rustfmt::skip]
 const DOUBLE_ROUND: [[usize; 4]; 8] = [
-    [0, 4, 8, 12],
-    [1, 5, 9, 13],
-    [2, 6, 10, 14],
-    [3, 7, 11, 15],
-    [0, 5, 10, 15],
-    [1, 6, 11, 12],
-    [2, 7, 8, 13],
-    [3, 4, 9, 14],
+    [0, 4, 8, 12], [1, 5, 9, 13], [2, 6, 10, 14], [3, 7, 11, 15],
+    [0, 5, 10, 15], [1, 6, 11, 12], [2, 7, 8, 13], [3, 4, 9, 14],
 ];
 
 /// Writes keystream blocks `counter..` under `key` (nonce zero; the 64-bit block counter
@@ -50,16 +32,12 @@ pub(super) fn write(key: &[u8; KEY_LEN], counter: u64, out: &mut [u8]) {
     // Plain loops and indices: iterator adapters each cost a frame at opt-level 0.
     let mut input = [0u32; 16];
     let mut i = 0;
-    while i < 4 {
-        input[i] = SIGMA[i];
-        input[4 + i] =
-            u32::from_le_bytes([key[4 * i], key[4 * i + 1], key[4 * i + 2], key[4 * i + 3]]);
-        input[8 + i] = u32::from_le_bytes([
-            key[16 + 4 * i],
-            key[16 + 4 * i + 1],
-            key[16 + 4 * i + 2],
-            key[16 + 4 * i + 3],
-        ]);
+    while i < 8 {
+        if i < 4 {
+            input[i] = SIGMA[i];
+        }
+        let k = 4 * i;
+        input[4 + i] = u32::from_le_bytes([key[k], key[k + 1], key[k + 2], key[k + 3]]);
         i += 1;
     }
     let mut x = [0u32; 16];
@@ -90,7 +68,7 @@ pub(super) fn write(key: &[u8; KEY_LEN], counter: u64, out: &mut [u8]) {
         }
         n = n.wrapping_add(1);
     }
-    // The frame is zeroed by the caller's scrub; this keeps the copies short-lived anyway.
+    // The caller's scrub zeroes this frame; this keeps the copies short-lived anyway.
     zeroize::Zeroize::zeroize(&mut input);
     zeroize::Zeroize::zeroize(&mut x);
 }

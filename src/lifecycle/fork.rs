@@ -1,22 +1,10 @@
-//! Fork safety beyond the state's memory: a process-wide epoch that every thread's state
-//! is compared with, bumped by `pthread_atfork` handlers and by [`crate::reseed_all`], and
-//! the [`ForkProtection`] report of what is in force.
-//!
-//! Two mechanisms are used together:
-//!
-//! - **Wipe-on-fork pages (Linux 4.14 and later)**, in [`crate::os::pages`]: a child gets zero
-//!   pages where its parent's states were, so its first read seeds from the OS; this covers
-//!   raw `clone()` calls that run no atfork handlers too.
-//! - **A process-wide epoch.** [`EPOCH`] is bumped by `pthread_atfork` prepare and child
-//!   handlers and by [`crate::reseed_all`]; every thread compares its state's epoch with it on
-//!   every read (one relaxed atomic load) and reseeds on a mismatch. The prepare handler runs
-//!   in the parent before the fork, so both sides reseed, even where another library's child
-//!   handler (run before fkrng's) reads in the child. On Unix systems without wipe-on-fork
-//!   this is what catches `fork()`; a raw `clone` there runs no handler and is not detected.
-//!
-//! The PID is never used: PIDs are reused, and a grandchild can get its grandparent's PID.
+//! Fork safety: a process-wide epoch that every thread's state is compared with on every
+//! read, moved by the fork handlers and by [`crate::reseed_all`], and the
+//! [`ForkProtection`] report. Together with wipe-on-fork pages ([`crate::os::pages`], which
+//! also cover a raw `clone` that runs no handler), a forked child and its parent both
+//! reseed before their next output. PIDs are never used: they are reused.
 
-use crate::Error;
+use crate::error::Error;
 use crate::os::atfork::{self, Handler};
 #[cfg(test)]
 use crate::os::pages::UNKNOWN;
@@ -57,41 +45,28 @@ pub(crate) fn forks() -> u64 {
 /// handler, and set to 0 by the child handler (in the child no other fork is under way).
 static FORKS_UNDER_WAY: AtomicU32 = AtomicU32::new(0);
 
-/// Whether a `fork` is under way in this process: between fkrng's prepare handler and the
-/// parent handler in the parent, and between the fork and fkrng's child handler in the
-/// child. Fork handlers of other libraries run in that window: prepare handlers registered
-/// before fkrng's run after it (POSIX runs prepare handlers in the reverse order of
-/// registration), child handlers registered before fkrng's run before it. A read from one
-/// of them must neither reseed the state that the child inherits (the parent would serve
-/// the same bytes) nor serve from it, so reads under a fork take the one-off path; they
-/// reach the check because the prepare handler has already moved the epoch. Checked only
-/// on the slow path. (Only the forking thread's reads matter here: the other threads of the
-/// parent do not exist in the child, and their handlers run on the forking thread, so
-/// program order is all that counts; a read on another thread that sees the count merely
-/// takes the one-off path once.)
+/// Whether a `fork` is under way: from fkrng's prepare handler to its parent handler in
+/// the parent, and until its child handler in the child. Other libraries' fork handlers run
+/// in that window (POSIX orders them around fkrng's); a read from one must neither reseed
+/// nor serve the state the child inherits, so the slow path sends it to the one-off
+/// generator. Only the forking thread's reads matter; another thread that sees the count
+/// merely takes the one-off path once.
 pub(crate) fn fork_under_way() -> bool {
     FORKS_UNDER_WAY.load(Ordering::Relaxed) != 0
 }
 
-/// Runs in the parent just before `fork()` (prepare handler): counts a fork under way
-/// ([`fork_under_way`]) and starts a new epoch, so that the parent and the child both
-/// reseed before their next output after the fork. The child must not wait
-/// for its own child handler: handlers registered by other libraries before fkrng's run
-/// first in the child, and one of them may read (prepare handlers run in the reverse order,
-/// so this one runs before theirs).
+/// The prepare handler: a fork under way and a new epoch, so that parent and child both
+/// reseed before their next output. It runs before the prepare handlers registered ahead of
+/// fkrng's, so a read from one of those already sees the fork under way.
 extern "C" fn atfork_prepare() {
-    // Async-signal-safe: two atomic adds. The count goes up first, so that a read that
-    // sees the new epoch also sees the fork under way.
+    // The count goes up first: a read that sees the new epoch sees the fork under way.
     FORKS_UNDER_WAY.fetch_add(1, Ordering::Relaxed);
     FORKS.fetch_add(1, Ordering::Relaxed);
     bump_epoch();
 }
 
-/// Runs in the parent after the fork: this fork is no longer under way. The epoch moved in
-/// the prepare handler, so the parent's next read reseeds.
+/// The parent handler: this fork is no longer under way (the count never goes below 0).
 extern "C" fn atfork_parent() {
-    // Async-signal-safe: one atomic update, which never goes below 0 (a count that wrapped
-    // would send every read to the one-off path).
     let _ =
         FORKS_UNDER_WAY.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
 }
@@ -269,7 +244,7 @@ mod tests {
             }
         }
         let release = Release;
-        let _fork = crate::test_hooks::lifecycle::forking();
+        let _fork = crate::test_hooks::process::forking();
         // A hang is what this test looks for: give the child 30 seconds (it needs
         // microseconds); the helper kills it then. The child only calls `register_with`
         // (atomics and a closure returning 0).

@@ -1,9 +1,9 @@
 //! The one-off fallback: reads that cannot use the thread's state get bytes from a
 //! generator keyed with 32 fresh OS bytes for that read alone, wiped when done.
 
-use crate::Error;
-use crate::lifecycle::seed::{Entropy, Os};
+use crate::error::Error;
 use crate::generator::{FkeState, KEY_LEN};
+use crate::lifecycle::seed::{Entropy, Os};
 use zeroize::Zeroize;
 
 /// Why a read was served by a one-off OS-keyed generator instead of the thread's state.
@@ -43,7 +43,9 @@ pub(crate) fn one_off_fill(dest: &mut [u8], why: OneOff) -> Result<(), Error> {
         let generation = crate::lifecycle::snapshot::generation();
         one_off_once(dest)?;
         core::sync::atomic::compiler_fence(core::sync::atomic::Ordering::SeqCst);
-        if forks == crate::lifecycle::fork::forks() && generation == crate::lifecycle::snapshot::generation() {
+        if forks == crate::lifecycle::fork::forks()
+            && generation == crate::lifecycle::snapshot::generation()
+        {
             return Ok(());
         }
         dest.zeroize();

@@ -1,7 +1,7 @@
 //! Seeding: 32 bytes of key material and a 32-bit budget draw from a source of entropy,
 //! the OS's ([`Os`]) or a test's.
 
-use crate::Error;
+use crate::error::Error;
 use crate::generator::KEY_LEN;
 
 /// A source of seed material; the thread-local generator reads it through this trait so that
@@ -70,6 +70,6 @@ impl Entropy for Os {
 
     #[inline]
     fn fill_new_thread(&mut self, dest: &mut [u8]) -> Result<(), Error> {
-        crate::os::fill_new_thread(dest)
+        crate::os::fill_new_thread(dest, crate::lifecycle::fork::epoch())
     }
 }

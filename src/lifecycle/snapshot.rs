@@ -1,42 +1,12 @@
-//! Snapshot safety: following the VM generation counter of the VMClock device, so that a
-//! guest restored from a snapshot (possibly many times, each copy with the same memory)
-//! reseeds every thread's generator before its next output, without a restore hook.
+//! Snapshot safety: every thread's state records the VM generation counter of the VMClock
+//! device (`/dev/vmclock0`, Linux's `ptp_vmclock` driver; the ABI reader is
+//! [`crate::os::vmclock`]) at its (re)seed, and every read compares it with the counter as
+//! it reads now, so a guest restored from a snapshot reseeds before its next output.
 //!
-//! # The device
-//!
-//! A hypervisor that offers VMClock (Firecracker, QEMU) exposes one page of shared memory
-//! holding a little-endian `struct vmclock_abi`; Linux's `ptp_vmclock` driver lets user space
-//! map it read-only through the misc device `/dev/vmclock0` (exactly one page, at offset 0,
-//! `PROT_READ` only). The fields used here, as in the kernel's
-//! `include/uapi/linux/vmclock-abi.h` (offsets worked out from the header in torvalds/linux
-//! at commit 3495064b, the version that has `vm_generation_counter` and
-//! `VMCLOCK_FLAG_VM_GEN_COUNTER_PRESENT`; earlier versions of the header end after
-//! `time_maxerror_*` and have neither), and the driver's `mmap` rules from
-//! `drivers/ptp/ptp_vmclock.c` at commit 1a7c3068:
-//!
-//! | offset | size | field                   | use                                        |
-//! |-------:|-----:|-------------------------|--------------------------------------------|
-//! | 0      | 4    | `magic`                 | must be `0x4b4c4356` ("VCLK")              |
-//! | 4      | 4    | `size`                  | must cover the counter (at least 112)      |
-//! | 8      | 2    | `version`               | must be 1                                  |
-//! | 12     | 4    | `seq_count`             | seqlock: odd while the hypervisor writes   |
-//! | 24     | 8    | `flags`                 | bit 8: `VM_GEN_COUNTER_PRESENT`            |
-//! | 104    | 8    | `vm_generation_counter` | a new, never-repeating value per restore   |
-//!
-//! # How reads follow it
-//!
-//! Once per process, at the first seeding, [`settled_generation`] probes the device: open it
-//! read-only, map one page `PROT_READ`/`MAP_SHARED`, close the descriptor, validate magic,
-//! size, version and the flag. On success a process-wide pointer ([`COUNTER`]) is switched
-//! from a static fallback word (always 0) to the mapped counter. Every read compares the
-//! value behind that pointer (one load of the pointer, one of the counter) with the value
-//! its thread's state saw at its last reseed; on a mismatch the read takes the slow path,
-//! which reseeds before any output. The value stored at a reseed is read under the seqlock.
-//!
-//! Anything that keeps the device from being used (no device, `EACCES` for non-root users,
-//! bad magic, size or version, the flag clear, a seqlock that never settles while probing,
-//! `mmap` failure, a big-endian or 32-bit host, another OS) leaves the fallback word in
-//! place: reads behave as without this mechanism, and [`snapshot_protection`] says so.
+//! Invariant: [`COUNTER`] points either to [`UNMAPPED`] (always 0) or into the device page,
+//! which is never unmapped once published. The device is probed once, at the process's
+//! first seeding; anything that keeps it from being used leaves the fallback word, and
+//! [`snapshot_protection`] then reports [`SnapshotProtection::ManualOnly`].
 
 // The device is used on little-endian 64-bit Linux only; elsewhere its reader stays unused.
 #![cfg_attr(
@@ -60,7 +30,6 @@
 ))]
 mod tests;
 
-use core::sync::atomic::{AtomicPtr, AtomicU8, AtomicU64, Ordering};
 use crate::os::vmclock::OFFSET_VM_GENERATION_COUNTER;
 pub(crate) use crate::os::vmclock::Region;
 #[cfg(all(
@@ -70,6 +39,7 @@ pub(crate) use crate::os::vmclock::Region;
     not(miri)
 ))]
 use crate::os::vmclock::map;
+use core::sync::atomic::{AtomicPtr, AtomicU8, AtomicU64, Ordering};
 
 /// The fallback counter when no device is mapped: never changes.
 pub(crate) static UNMAPPED: AtomicU64 = AtomicU64::new(0);
@@ -164,7 +134,9 @@ pub(crate) fn settled_generation() -> u64 {
     }
     match mapped_region() {
         Some(region) => match region.settled() {
-            Some((flags, _)) if flags & crate::os::vmclock::VMCLOCK_FLAG_VM_GEN_COUNTER_PRESENT == 0 => {
+            Some((flags, _))
+                if flags & crate::os::vmclock::VMCLOCK_FLAG_VM_GEN_COUNTER_PRESENT == 0 =>
+            {
                 lapse();
                 generation()
             }

@@ -1,64 +1,26 @@
-//! The OS random source on Linux and Android: the `getrandom(2)` system call, and where the
-//! kernel lacks it (before Linux 3.17: `ENOSYS`) or a seccomp filter refuses it (`ENOSYS` or
-//! `EPERM`, as container runtimes and sandboxes do), the kernel's random character device.
-//!
-//! The device is opened, checked and closed for every seed; no descriptor is kept between
-//! seeds. A descriptor kept open can be closed behind the library's back (daemons close
-//! every descriptor when they start) and its number reused for an ordinary file, whose
-//! contents would then be read as the seed. Before it is read, the opened file must be the
-//! character device `1:9` (`/dev/urandom`, `drivers/char/mem.c` and `Documentation/admin-guide/devices.txt`
-//! in the kernel); anything else, such as a regular file bind-mounted over the path, is
-//! refused with [`Error::NOT_RANDOM_DEVICE`]. Before the first read of the device in a
-//! process, `/dev/random` (`1:8`) is polled for readability once, which waits for the kernel's
-//! pool to be initialised, as the `getrandom` call itself would. Where `/dev/random` is not
-//! there (a sandbox that exposes `/dev/urandom` alone), the kernel's entropy count, asked
-//! through `/dev/urandom`, must show an initialised pool instead ([`pool_known_ready`]).
-//!
-//! The system call is made directly (`syscall(SYS_getrandom, …)`), not through the C
-//! library's wrapper, so that it is the kernel that answers on every C library version.
+//! The kernel's random source: the raw `getrandom` system call, or where it is missing or
+//! refused (`ENOSYS`, `EPERM`) `/dev/urandom`, read only once the pool is known ready, after
+//! `fstat` shows the device 1:9, through a descriptor opened for that seed alone.
 
-use crate::Error;
+use crate::error::Error;
 use core::ffi::CStr;
 use core::sync::atomic::{AtomicBool, Ordering};
 
-/// The kernel's non-blocking random device and its device number (major 1, minor 9).
+/// The devices and their numbers; `/dev/random` is polled once for the pool's readiness.
 const URANDOM: (&CStr, u32, u32) = (c"/dev/urandom", 1, 9);
-/// The kernel's blocking random device (major 1, minor 8), polled once for pool readiness.
 const RANDOM: (&CStr, u32, u32) = (c"/dev/random", 1, 8);
-
-/// Set once `/dev/random` was seen readable: the pool is initialised for good.
+/// Set once the pool was seen initialised: it stays so.
 static POOL_READY: AtomicBool = AtomicBool::new(false);
+/// Set once the system call has filled a request: the pool is ready and the call allowed.
+pub(super) static SYSCALL_ANSWERED: AtomicBool = AtomicBool::new(false);
 
-/// Set once the `getrandom` system call has filled a request in this process: the kernel's
-/// pool is initialised and the call is allowed, so later seeds of new threads may come from
-/// the vDSO ([`fill_new_thread`]).
-#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
-static SYSCALL_ANSWERED: AtomicBool = AtomicBool::new(false);
-
-/// Fills `dest` from the kernel: the system call, or the checked device where the call is
-/// missing or refused.
+/// Fills `dest` from the kernel: the system call, or the checked device.
 pub(crate) fn fill(dest: &mut [u8]) -> Result<(), Error> {
     or_device(dest, fill_by_syscall)
 }
 
-/// As [`fill`], for a new thread's first seed: from the kernel's `getrandom` in the vDSO
-/// (`super::vdso`) once the system call has answered in this process, where the vDSO has
-/// one and a state of its is free; else as [`fill`]. The process's first seed, and every
-/// reseed, stay system calls: what a seccomp filter or a tracer governs, and the readiness
-/// wait of the kernel's pool.
-pub(crate) fn fill_new_thread(dest: &mut [u8]) -> Result<(), Error> {
-    #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
-    if SYSCALL_ANSWERED.load(Ordering::Relaxed) {
-        return or_device(dest, |dest| {
-            super::vdso::fill(dest).unwrap_or_else(|| fill_by_syscall(dest))
-        });
-    }
-    fill(dest)
-}
-
-/// `first(dest)`, and the checked device where it finds the system call missing or
-/// refused.
-fn or_device(
+/// `first(dest)`, then the checked device if it failed with `ENOSYS` or `EPERM`.
+pub(super) fn or_device(
     dest: &mut [u8],
     first: impl FnOnce(&mut [u8]) -> Result<(), Error>,
 ) -> Result<(), Error> {
@@ -70,46 +32,27 @@ fn or_device(
     }
 }
 
-/// `getrandom(dest, 0)` until `dest` is full, retrying on `EINTR`.
-fn fill_by_syscall(dest: &mut [u8]) -> Result<(), Error> {
+/// `getrandom(dest, 0)` until `dest` is full (see [`fill_exact`]).
+pub(super) fn fill_by_syscall(dest: &mut [u8]) -> Result<(), Error> {
     let filled = fill_exact(dest, |chunk| {
-        // SAFETY: `chunk` is valid for writes of `chunk.len()` bytes; the kernel writes at
-        // most that many and returns their number or -1.
-        unsafe {
-            libc::syscall(
-                libc::SYS_getrandom,
-                chunk.as_mut_ptr(),
-                chunk.len(),
-                0 as libc::c_uint,
-            ) as isize
-        }
+        let (ptr, len) = (chunk.as_mut_ptr(), chunk.len());
+        // SAFETY: `ptr` is valid for writes of `len` bytes; the kernel writes at most that
+        // many and returns their number or -1.
+        unsafe { libc::syscall(libc::SYS_getrandom, ptr, len, 0 as libc::c_uint) as isize }
     });
-    #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
     if filled.is_ok() {
         SYSCALL_ANSWERED.store(true, Ordering::Relaxed);
     }
     filled
 }
 
-/// Opens the device at `path` read-only and checks that it is the character device
-/// `major:minor`; the descriptor is closed again on every error path.
+/// Opens `path` read-only and checks it is the character device `major:minor`; else
+/// `open`'s or `fstat`'s `errno` or [`Error::NOT_RANDOM_DEVICE`], the descriptor closed.
 fn open_device((path, major, minor): (&CStr, u32, u32)) -> Result<Descriptor, Error> {
-    let fd = loop {
-        // SAFETY: `path` is a NUL-terminated string; `open` has no other preconditions.
-        let fd = unsafe {
-            libc::open(
-                path.as_ptr(),
-                libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NOCTTY,
-            )
-        };
-        if fd >= 0 {
-            break Descriptor(fd);
-        }
-        let e = errno();
-        if e != libc::EINTR {
-            return Err(Error::from_errno(e));
-        }
-    };
+    let flags = libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NOCTTY;
+    // SAFETY: `path` is a NUL-terminated string; `open` has no other preconditions.
+    let open = || unsafe { libc::open(path.as_ptr(), flags) };
+    let fd = Descriptor(retried(libc::EINTR, open)?);
     // SAFETY: `libc::stat` is plain data, valid when all-zero.
     let mut st: libc::stat = unsafe { core::mem::zeroed() };
     // SAFETY: `fd.0` is an open descriptor and `st` a valid, writable `stat`.
@@ -118,17 +61,13 @@ fn open_device((path, major, minor): (&CStr, u32, u32)) -> Result<Descriptor, Er
     }
     let is_char = st.st_mode & libc::S_IFMT == libc::S_IFCHR;
     // `major` and `minor` return `u32` on glibc and musl, `c_int` on Android.
-    let number = (
-        i64::from(libc::major(st.st_rdev)),
-        i64::from(libc::minor(st.st_rdev)),
-    );
-    if !is_char || number != (i64::from(major), i64::from(minor)) {
-        return Err(Error::NOT_RANDOM_DEVICE);
-    }
-    Ok(fd)
+    let major_ok = i64::from(libc::major(st.st_rdev)) == i64::from(major);
+    let minor_ok = i64::from(libc::minor(st.st_rdev)) == i64::from(minor);
+    let device = is_char && major_ok && minor_ok;
+    device.then_some(fd).ok_or(Error::NOT_RANDOM_DEVICE)
 }
 
-/// Fills `dest` from `/dev/urandom`, opened and checked for this call alone.
+/// Fills `dest` from `/dev/urandom`, once the pool is known ready.
 #[cold]
 fn fill_from_device(dest: &mut [u8]) -> Result<(), Error> {
     if !POOL_READY.load(Ordering::Relaxed) {
@@ -142,41 +81,25 @@ fn fill_from_device(dest: &mut [u8]) -> Result<(), Error> {
     })
 }
 
-/// Waits until `/dev/random` is readable: the kernel's pool has been initialised. Where
-/// `/dev/random` is absent or refused (`ENOENT`, `EACCES`, `EPERM`), asks the entropy count
-/// instead ([`pool_known_ready`]); a path that opens something other than the device is
-/// refused as for `/dev/urandom`.
+/// Waits until `/dev/random` polls readable; if absent or refused, asks [`pool_known_ready`].
 fn wait_for_pool() -> Result<(), Error> {
     let fd = match open_device(RANDOM) {
         Ok(fd) => fd,
-        Err(e)
-            if [libc::ENOENT, libc::EACCES, libc::EPERM]
-                .iter()
-                .any(|&code| e == Error::from_errno(code)) =>
-        {
-            return pool_known_ready();
-        }
-        Err(e) => return Err(e),
+        Err(e) => match e.raw_os_error() {
+            Some(libc::ENOENT | libc::EACCES | libc::EPERM) => return pool_known_ready(),
+            _ => return Err(e),
+        },
     };
     let mut pfd = libc::pollfd {
         fd: fd.0,
         events: libc::POLLIN,
         revents: 0,
     };
-    loop {
-        // SAFETY: `pfd` is one valid, writable `pollfd`.
-        if unsafe { libc::poll(&mut pfd, 1, -1) } >= 0 {
-            return Ok(());
-        }
-        let e = errno();
-        if e != libc::EINTR && e != libc::EAGAIN {
-            return Err(Error::from_errno(e));
-        }
-    }
+    // SAFETY: `pfd` is one valid, writable `pollfd`.
+    retried(libc::EAGAIN, || unsafe { libc::poll(&mut pfd, 1, -1) }).map(drop)
 }
 
-/// `RNDGETENTCNT` (`linux/random.h`): `_IOR('R', 0x00, int)`, whose encoding puts the read
-/// direction at bit 30 on most architectures and at bit 29 on MIPS, PowerPC and SPARC.
+/// `RNDGETENTCNT`, `_IOR('R', 0x00, int)`: the read bit is 29 on MIPS, PowerPC and SPARC.
 const RNDGETENTCNT: libc::c_ulong = if cfg!(any(
     target_arch = "mips",
     target_arch = "mips64",
@@ -190,62 +113,46 @@ const RNDGETENTCNT: libc::c_ulong = if cfg!(any(
     0x8004_5200
 };
 
-/// The entropy count (in bits) at which every kernel generation has initialised its pool:
-/// from Linux 5.18 on the count is the pool's initialisation progress, ready at exactly 256
-/// bits and never lowered afterwards; from 4.8 to 5.17 the generator was initialised when
-/// the count first reached 128 bits (the count may fall again later, but never reaches 256
-/// before that).
+/// The entropy count (bits) from which every kernel has initialised its pool.
 const READY_BITS: libc::c_int = 256;
 
-/// Whether the kernel's pool is initialised, for a process that cannot poll `/dev/random`:
-/// `Ok` when the entropy count (`RNDGETENTCNT`, asked through the checked `/dev/urandom`
-/// descriptor; no privilege needed) is at least [`READY_BITS`], else `EAGAIN`.
-///
-/// Reading `/dev/urandom` alone is not enough: no kernel makes it wait for the pool (from
-/// 5.18 on a read of an uninitialised pool first tries to initialise it from CPU timing
-/// jitter, and returns bytes whether that worked or not), so a seed read early in boot could
-/// be guessable. A count below [`READY_BITS`] is therefore an error, even though on kernels
-/// before 5.18 an initialised pool whose count was spent can show one: the seed is retried
-/// at the next read, and no output comes from a pool not known to be ready.
+/// `Ok` when the entropy count (through the checked `/dev/urandom`) reaches [`READY_BITS`],
+/// else `EAGAIN`: a read of `/dev/urandom` never waits for the pool.
 fn pool_known_ready() -> Result<(), Error> {
     let fd = open_device(URANDOM)?;
     let mut bits: libc::c_int = 0;
+    // SAFETY: `fd.0` is open; `RNDGETENTCNT` writes one `int` to the pointer given.
+    retried(libc::EINTR, || unsafe {
+        libc::ioctl(fd.0, RNDGETENTCNT as _, &mut bits)
+    })?;
+    let ready = bits >= READY_BITS;
+    ready.then_some(()).ok_or(Error::from_errno(libc::EAGAIN))
+}
+
+/// `call`'s non-negative result, calling again on `EINTR` or `also`; else the `errno`.
+fn retried(also: i32, mut call: impl FnMut() -> libc::c_int) -> Result<libc::c_int, Error> {
     loop {
-        // SAFETY: `fd.0` is open; `RNDGETENTCNT` writes one `int` to the pointer given.
-        if unsafe { libc::ioctl(fd.0, RNDGETENTCNT as _, &mut bits) } == 0 {
-            break;
+        match call() {
+            result if result >= 0 => return Ok(result),
+            _ if [libc::EINTR, also].contains(&errno()) => {}
+            _ => return Err(Error::from_errno(errno())),
         }
-        let e = errno();
-        if e != libc::EINTR {
-            return Err(Error::from_errno(e));
-        }
-    }
-    if bits >= READY_BITS {
-        Ok(())
-    } else {
-        Err(Error::from_errno(libc::EAGAIN))
     }
 }
 
-/// Calls `read_some` until `dest` is full: it returns the bytes written to the start of its
-/// argument, or -1 with `errno` set (`EINTR` retries). A count larger than what was asked
-/// for (a broken emulator or a tracer's injected result) is an error, and so is 0.
+/// Calls `read_some` (bytes written at the start of its argument, or -1 and `errno`) until
+/// `dest` is full. Errors: the `errno` (`EINTR` retried), or [`Error::BAD_LENGTH`] for 0 or
+/// more bytes than asked (a broken emulator, a tracer's injected result).
 pub(crate) fn fill_exact(
     mut dest: &mut [u8],
     mut read_some: impl FnMut(&mut [u8]) -> isize,
 ) -> Result<(), Error> {
     while !dest.is_empty() {
-        let n = read_some(dest);
-        if n < 0 {
-            let e = errno();
-            if e == libc::EINTR {
-                continue;
-            }
-            return Err(Error::from_errno(e));
-        }
-        match usize::try_from(n) {
+        match usize::try_from(read_some(dest)) {
             Ok(n) if n > 0 && n <= dest.len() => dest = &mut dest[n..],
-            _ => return Err(Error::BAD_LENGTH),
+            Ok(_) => return Err(Error::BAD_LENGTH),
+            Err(_) if errno() == libc::EINTR => {}
+            Err(_) => return Err(Error::from_errno(errno())),
         }
     }
     Ok(())
@@ -257,12 +164,11 @@ fn errno() -> i32 {
         .unwrap_or(libc::EIO)
 }
 
-/// An open descriptor, closed on drop.
 struct Descriptor(libc::c_int);
 
 impl Drop for Descriptor {
     fn drop(&mut self) {
-        // SAFETY: the descriptor was opened by `open_device` and is closed exactly once.
+        // SAFETY: opened by `open_device`, closed exactly once.
         unsafe { libc::close(self.0) };
     }
 }

@@ -1,14 +1,6 @@
-//! The VMClock device's ABI reader: the field offsets of `struct vmclock_abi` (see the table
-//! in [`super`]), the mapping of the device's page and its validation, and the seqlock read
-//! of `flags` and `vm_generation_counter`.
+//! The VMClock device's page (`struct vmclock_abi`, see `lifecycle::snapshot`): mapping,
+//! validation, seqlock read. Only atomic loads: the hypervisor changes fields under us.
 
-#[cfg(all(
-    target_os = "linux",
-    target_endian = "little",
-    target_pointer_width = "64",
-    not(miri)
-))]
-use crate::os::pages::page_size;
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering, fence};
 
 /// `magic` of a VMClock page: "VCLK" in little-endian byte order.
@@ -17,7 +9,6 @@ pub(crate) const VMCLOCK_MAGIC: u32 = 0x4b4c_4356;
 pub(crate) const VMCLOCK_VERSION: u16 = 1;
 /// `flags` bit: the hypervisor maintains `vm_generation_counter`.
 pub(crate) const VMCLOCK_FLAG_VM_GEN_COUNTER_PRESENT: u64 = 1 << 8;
-
 pub(crate) const OFFSET_MAGIC: usize = 0;
 pub(crate) const OFFSET_SIZE: usize = 4;
 pub(crate) const OFFSET_VERSION: usize = 8;
@@ -26,32 +17,26 @@ pub(crate) const OFFSET_FLAGS: usize = 24;
 pub(crate) const OFFSET_VM_GENERATION_COUNTER: usize = 104;
 /// Bytes of the structure up to the end of `vm_generation_counter`.
 pub(crate) const ABI_LEN_WITH_COUNTER: u32 = 112;
-
-/// Tries of the seqlock protocol before giving up on a consistent read: a hypervisor
-/// update takes well under a microsecond, and 1024 spins are tens of microseconds.
+/// Tries of the seqlock before giving up (tens of µs; an update takes well under one).
 const SEQLOCK_TRIES: u32 = 1024;
 
-/// Why a file could not serve as the generation counter.
+/// Why a file could not serve as the generation counter: `open` or `mmap` failed with the
+/// `errno`; neither a character device nor a regular file of a page; a bad `magic`,
+/// `version` or `size` (short of the counter); the seqlock did not settle; no counter flag.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Unusable {
-    /// `open` failed with this `errno` (`ENOENT`: no device; `EACCES`: not permitted).
     Open(i32),
-    /// Neither a character device nor a regular file of at least a page.
     NotAPage,
-    /// `mmap` failed with this `errno`.
     Map(i32),
     BadMagic,
     BadVersion,
-    /// `size` does not reach the end of `vm_generation_counter`.
     TooSmall,
-    /// The seqlock did not settle while the flags were read.
     Unsettled,
-    /// `VMCLOCK_FLAG_VM_GEN_COUNTER_PRESENT` is clear.
     NoCounter,
 }
 
-/// Opens `path` read-only, maps its first page `PROT_READ`/`MAP_SHARED`, closes the
-/// descriptor and validates the page; the mapping is removed again unless it is usable.
+/// Maps the first page of `path` read-only and shared and validates it; the descriptor is
+/// closed, the mapping kept only when returned.
 #[cfg(all(
     target_os = "linux",
     target_endian = "little",
@@ -59,11 +44,11 @@ pub(crate) enum Unusable {
     not(miri)
 ))]
 pub(crate) fn map(path: &std::path::Path) -> Result<Region, Unusable> {
-    use std::os::unix::ffi::OsStrExt;
+    use core::ptr::null_mut;
+    use std::{ffi::CString, os::unix::ffi::OsStrExt};
     let errno = || std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
-    let c_path =
-        std::ffi::CString::new(path.as_os_str().as_bytes()).map_err(|_| Unusable::Open(0))?;
-    let page = page_size();
+    let c_path = CString::new(path.as_os_str().as_bytes()).map_err(|_| Unusable::Open(0))?;
+    let page = super::pages::linux::page_size();
     // SAFETY: `c_path` is a NUL-terminated string; the result is checked.
     let fd = unsafe { libc::open(c_path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
     if fd < 0 {
@@ -74,32 +59,20 @@ pub(crate) fn map(path: &std::path::Path) -> Result<Region, Unusable> {
     // SAFETY: `fd` is open; `st` is writable.
     let stat_ok = unsafe { libc::fstat(fd, &mut st) } == 0;
     let kind = st.st_mode & libc::S_IFMT;
-    let is_page = stat_ok
-        && (kind == libc::S_IFCHR
-            || (kind == libc::S_IFREG && usize::try_from(st.st_size).unwrap_or(0) >= page));
-    if !is_page {
-        // SAFETY: closes the descriptor opened above, once.
-        unsafe { libc::close(fd) };
-        return Err(Unusable::NotAPage);
-    }
+    let big_enough = usize::try_from(st.st_size).unwrap_or(0) >= page;
+    let is_page = stat_ok && (kind == libc::S_IFCHR || (kind == libc::S_IFREG && big_enough));
+    let (prot, flags) = (libc::PROT_READ, libc::MAP_SHARED);
     // SAFETY: a new read-only shared mapping of one page at offset 0 of an open file, with
     // no address hint; the result is checked against MAP_FAILED.
-    let addr = unsafe {
-        libc::mmap(
-            core::ptr::null_mut(),
-            page,
-            libc::PROT_READ,
-            libc::MAP_SHARED,
-            fd,
-            0,
-        )
-    };
+    let addr = is_page.then(|| unsafe { libc::mmap(null_mut(), page, prot, flags, fd, 0) });
     let map_errno = errno();
-    // SAFETY: closes the descriptor opened above, once; the mapping stays valid without it.
+    // SAFETY: closes the descriptor opened above, once; a mapping stays valid without it.
     unsafe { libc::close(fd) };
-    if addr == libc::MAP_FAILED {
-        return Err(Unusable::Map(map_errno));
-    }
+    let addr = match addr {
+        None => return Err(Unusable::NotAPage),
+        Some(addr) if addr == libc::MAP_FAILED => return Err(Unusable::Map(map_errno)),
+        Some(addr) => addr,
+    };
     let region = Region(addr.cast::<u8>().cast_const());
     let valid = region.validate();
     if valid.is_err() {
@@ -109,8 +82,7 @@ pub(crate) fn map(path: &std::path::Path) -> Result<Region, Unusable> {
     valid.map(|()| region)
 }
 
-/// A mapped VMClock page (the device, or a stand-in file in tests). Fields are read with
-/// atomic loads only: the hypervisor changes them under us.
+/// A mapped VMClock page (the device, or a stand-in file in tests).
 #[derive(Clone, Copy)]
 pub(crate) struct Region(pub(crate) *const u8);
 
@@ -133,23 +105,19 @@ impl Region {
     }
 
     /// `flags` and `vm_generation_counter` read under the seqlock (an even `seq_count`,
-    /// the fields, the same `seq_count` again), or `None` after [`SEQLOCK_TRIES`] tries.
+    /// the fields, the same `seq_count` again); `None` after [`SEQLOCK_TRIES`] tries.
     pub(crate) fn settled(self) -> Option<(u64, u64)> {
         for _ in 0..SEQLOCK_TRIES {
             let before = self.u32_at(OFFSET_SEQ_COUNT);
-            if before & 1 == 1 {
-                core::hint::spin_loop();
-                continue;
-            }
-            // The field loads must not be satisfied before the first `seq_count` load, nor
-            // the second `seq_count` load before them (the hypervisor's writes are ordered
-            // with write barriers: `seq_count`, the fields, `seq_count`).
-            fence(Ordering::Acquire);
-            let flags = self.u64_at(OFFSET_FLAGS);
-            let generation = self.u64_at(OFFSET_VM_GENERATION_COUNTER);
-            fence(Ordering::Acquire);
-            if self.u32_at(OFFSET_SEQ_COUNT) == before {
-                return Some((flags, generation));
+            if before & 1 == 0 {
+                // Keeps the field loads between the `seq_count` loads (the writer's order).
+                fence(Ordering::Acquire);
+                let flags = self.u64_at(OFFSET_FLAGS);
+                let generation = self.u64_at(OFFSET_VM_GENERATION_COUNTER);
+                fence(Ordering::Acquire);
+                if self.u32_at(OFFSET_SEQ_COUNT) == before {
+                    return Some((flags, generation));
+                }
             }
             core::hint::spin_loop();
         }

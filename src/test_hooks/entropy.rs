@@ -1,8 +1,8 @@
 //! The one fake entropy source of the unit tests.
 
-use crate::Error;
-use crate::lifecycle::seed::Entropy;
+use crate::error::Error;
 use crate::generator::KEY_LEN;
+use crate::lifecycle::seed::Entropy;
 
 /// What a [`FakeEntropy`] hands out.
 #[derive(Clone, Copy)]

@@ -62,3 +62,8 @@ pub fn abandon_read() -> Option<usize> {
     crate::thread::abandon_read_in_progress();
     Some(p as usize)
 }
+
+/// The thread state pool's published chunks and claimed slots.
+pub fn pool_census() -> (usize, usize) {
+    crate::thread::STATES.census()
+}

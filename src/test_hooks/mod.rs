@@ -15,6 +15,8 @@ pub(crate) mod lifecycle;
 pub mod memory;
 #[cfg(all(feature = "std", any(test, fkrng_test_hooks)))]
 pub mod os;
+#[cfg(all(test, feature = "std"))]
+pub(crate) mod process;
 #[cfg(all(feature = "std", any(test, fkrng_test_hooks)))]
 pub mod snapshot;
 

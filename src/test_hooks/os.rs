@@ -6,8 +6,8 @@
 ///
 /// # Errors
 /// The OS source's error.
-pub fn fill_as_new_thread(dest: &mut [u8]) -> Result<(), crate::Error> {
-    crate::os::fill_new_thread(dest)
+pub fn fill_as_new_thread(dest: &mut [u8]) -> Result<(), crate::error::Error> {
+    crate::os::fill_new_thread(dest, crate::lifecycle::fork::epoch())
 }
 
 /// Whether the vDSO's `getrandom` was found (x86-64 Linux 6.11 and later).

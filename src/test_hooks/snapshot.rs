@@ -35,11 +35,9 @@ pub fn follow_device(on: bool) -> bool {
     !core::ptr::eq(target, &UNMAPPED)
 }
 
-
-
 /// From now on every thread compares its state with `region`'s counter: the unit tests'
 /// stand-in page in place of the device (each such test runs alone in a process of its
-/// own, `test_hooks::lifecycle::in_new_process`). Probes the device first, so that the
+/// own, `test_hooks::process::in_new_process`). Probes the device first, so that the
 /// process's one probe cannot replace the stand-in later.
 #[cfg(all(
     test,

@@ -4,7 +4,7 @@
 //!
 //! The thread-local slot holds a pointer and the re-entrancy flag ([`STATE`]); the state
 //! itself lives in a slot leased from the state pool [`STATES`]
-//! ([`crate::os::pages::StatePool`]: many states to a chunk, wipe-on-fork and do-not-dump on
+//! ([`crate::pool::StatePool`]: many states to a chunk, wipe-on-fork and do-not-dump on
 //! Linux). A second thread-local ([`OWNER`]) holds the lease and, when the thread exits,
 //! marks the thread's slot torn down (so that reads from later thread-local destructors
 //! take [`one_off_fill`]), then zeroes the whole slot and returns it to the pool.
@@ -13,7 +13,7 @@ mod state;
 #[cfg(test)]
 mod tests;
 
-use crate::Error;
+use crate::error::Error;
 use crate::lifecycle::fork;
 use crate::lifecycle::one_off::{OneOff, one_off_fill};
 use crate::lifecycle::reseed::Monotonic;
@@ -30,7 +30,7 @@ pub(crate) const UNAVAILABLE: *mut Slot = ptr::dangling_mut();
 
 /// Every thread's state: slots of wipe-on-fork chunks (40 KiB of claim words and chunk
 /// addresses; the chunks are mapped as threads need them).
-static STATES: StatePool<Slot> = StatePool::new(Advice::WipeOnFork);
+pub(crate) static STATES: StatePool<Slot> = StatePool::new(Advice::WipeOnFork);
 
 /// The states that tests set up without wipe-on-fork, in chunks of their own: such slots
 /// never reach a thread that asked for wipe-on-fork.
@@ -49,32 +49,44 @@ fn pool(advice: Advice) -> &'static StatePool<Slot> {
 /// to the pool at thread exit.
 pub(crate) struct Owner(pub(crate) Cell<Option<Lease<Slot>>>);
 
+impl Owner {
+    /// Marks the thread's slot unavailable, zeroes the slot and returns it to the pool.
+    fn release(&self) {
+        let Some(lease) = self.0.take() else {
+            return;
+        };
+        set_slot(UNAVAILABLE);
+        // A signal handler that runs from here on must find the slot released, not a
+        // half-wiped state. No flag protocol: no destructor runs inside a read on its
+        // thread. The whole slot is zeroed, so a busy flag left by an abandoned read is
+        // not inherited by the next thread.
+        compiler_fence(Ordering::SeqCst);
+        #[cfg(test)]
+        {
+            // SAFETY: the slot holds an initialised `Slot`; the thread slot no longer
+            // points to it, so no other reference exists.
+            let st = unsafe { &(*lease.as_ptr()).state };
+            let before = (st.life.seeded, st.fke.key() != &[0; 32], st.fke.available());
+            lease.wipe();
+            let (start, end) = lease.range();
+            crate::probe::hooks::released(start as *const u8, end - start, before);
+        }
+        drop(lease);
+    }
+}
+
 impl Drop for Owner {
     fn drop(&mut self) {
-        if let Some(lease) = self.0.take() {
-            set_slot(UNAVAILABLE);
-            // A signal handler that runs from here on must find the slot released, not a
-            // half-wiped state: keep the compiler from moving the store past the wipe.
-            compiler_fence(Ordering::SeqCst);
-            // No flag protocol here: a thread-local destructor never runs inside a read on
-            // its thread, and a handler that interrupts it from now on finds the slot
-            // released and takes the one-off path. A read that a `siglongjmp` abandoned
-            // left the busy flag set: the whole slot is zeroed, flag included, so the next
-            // thread to lease it reads at full speed.
-            #[cfg(test)]
-            {
-                // SAFETY: the slot holds an initialised `Slot`; the thread slot no longer
-                // points to it, so no other reference exists.
-                let st = unsafe { &(*lease.as_ptr()).state };
-                let before = (st.life.seeded, st.fke.key() != &[0; 32], st.fke.available());
-                lease.wipe();
-                let (start, end) = lease.range();
-                crate::probe::hooks::released(start as *const u8, end - start, before);
-            }
-            // Zeroes the whole slot, then releases it.
-            drop(lease);
-        }
+        self.release();
     }
+}
+
+/// The thread-exit key's destructor ([`crate::os::thread_exit`]): releases a slot whose
+/// owner's thread-local destructor never ran, because the thread's first read came after
+/// its thread-local destructors (from a `pthread` key destructor). Otherwise a no-op.
+#[cfg(all(unix, not(miri)))]
+unsafe extern "C" fn release_at_exit(_: *mut core::ffi::c_void) {
+    let _ = OWNER.try_with(Owner::release);
 }
 
 /// The fork child handler, registered at a thread's set-up ([`register_atfork`]): the
@@ -111,15 +123,10 @@ pub(crate) fn register_atfork() -> Result<(), Error> {
 pub(crate) struct ThreadSlot {
     /// This thread's slot: null before the first read, [`UNAVAILABLE`] after thread exit.
     slot: Cell<*mut Slot>,
-    /// Set while a read runs on this thread ([`enter`]).
-    ///
-    /// Kept here, not in the wipe-on-fork slot: `fork` and a raw `clone` copy thread-local
-    /// memory as it is, so a child made by a signal handler that interrupted a read finds
-    /// the flag still set. Its reads from that handler then take the one-off path instead
-    /// of reseeding the wiped state under the interrupted read, and the interrupted read,
-    /// resumed, finds its state's epoch wiped and serves its request again. (A flag in the
-    /// slot would be wiped with it: the handler's read would reseed the state and stamp it
-    /// current, and the resumed read would return zeros or the parent's bytes.)
+    /// Set while a read runs on this thread ([`enter`]). Thread-local, not in the
+    /// wipe-on-fork slot: a child forked by a handler that interrupted a read keeps the flag
+    /// set, so the handler's reads there take the one-off path instead of reseeding the
+    /// state under the interrupted read.
     busy: AtomicBool,
 }
 
@@ -186,24 +193,19 @@ pub(crate) fn take<const N: usize>() -> Option<[u8; N]> {
 }
 
 /// Runs `f` on the generator in `slot`, unless a read is already under way on this thread
-/// (this call comes from a signal handler that interrupted it): then `None`, and the state
-/// is not touched.
+/// (a signal handler interrupted it): then `None`, and the state is not touched.
 ///
 /// The flag protocol, in one place: check `busy`, set it, use the state, clear it. Only
-/// this thread and its signal handlers ever use the slot, and a handler runs to completion
-/// between two instructions of the code it interrupts, so program order on this thread is
-/// all that matters: the compiler fences keep the state's accesses between the two stores,
-/// and the flag is a thread-local atomic ([`ThreadSlot::busy`]), outside the slot whose
-/// state `f` gets as `&mut`. The check and the set are not one atomic step, and need not
-/// be: a handler that runs between them finds the flag clear, runs a whole read of its own
-/// and clears the flag again before this read touches anything.
+/// this thread and its handlers use the slot, and a handler runs to completion between two
+/// instructions of the code it interrupts, so program order is all that matters: the
+/// compiler fences keep the state's accesses between the two stores. A handler that runs
+/// between the check and the set finds the flag clear and completes a whole read of its
+/// own before this one touches anything.
 ///
 /// # Safety
 /// `slot` points to this thread's live slot.
 #[inline(always)]
 pub(crate) unsafe fn enter<R>(slot: *mut Slot, f: impl FnOnce(&mut ThreadState) -> R) -> Option<R> {
-    // (The flag's address is taken out of `with`, so that the read itself is not a closure
-    // that the compiler may keep out of line.)
     let busy = STATE.with(|t| &raw const t.busy);
     // SAFETY: a thread-local without a destructor stays valid for its thread's whole life,
     // which this call is part of.
@@ -271,13 +273,18 @@ pub(crate) fn set_up(
         set_slot(ptr::null_mut());
         return Ok(None);
     };
-        crate::probe::count(crate::probe::Event::StateSetUp);
+    crate::probe::count(crate::probe::Event::StateSetUp);
     let p = lease.as_ptr();
     // Fails only once this thread's destructors have run; the slot is then released and
     // the thread's slot stays unavailable.
     if OWNER.try_with(|owner| owner.0.set(Some(lease))).is_err() {
         return Ok(None);
     }
+    // A thread whose first read comes from a key destructor never runs `OWNER`'s
+    // destructor: the thread-exit key releases the slot then. Without a key the slot is
+    // still released at a normal thread exit.
+    #[cfg(all(unix, not(miri)))]
+    crate::os::thread_exit::arm(release_at_exit);
     set_slot(p);
     Ok(Some(p))
 }

@@ -2,14 +2,14 @@
 //! path (a copy from the buffer while the epoch and the VM generation are unchanged) and the
 //! cold slow path that (re)seeds, refills and fills directly.
 
+use crate::error::Error;
+use crate::generator::{FkeState, KEY_LEN};
+use crate::lifecycle::fork;
 use crate::lifecycle::one_off::{OneOff, one_off_fill};
 use crate::lifecycle::reseed::{Clock, Lifecycle, Monotonic};
-use crate::Error;
-use crate::os::diversifier::diversifier;
 use crate::lifecycle::seed::{Entropy, Os};
-use crate::lifecycle::fork;
-use crate::generator::{FkeState, KEY_LEN};
 use crate::lifecycle::snapshot;
+use crate::os::diversifier::diversifier;
 use core::sync::atomic::{Ordering, compiler_fence};
 use zeroize::Zeroize;
 
@@ -71,7 +71,7 @@ impl ThreadState {
     pub(super) fn fill(&mut self, dest: &mut [u8]) -> Result<(), Error> {
         if dest.len() <= self.fke.available() {
             self.fke.serve(dest);
-                        crate::probe::at(crate::probe::Point::AfterCopy);
+            crate::probe::at(crate::probe::Point::AfterCopy);
             if self.current() {
                 return Ok(());
             }
@@ -87,7 +87,7 @@ impl ThreadState {
     #[inline(always)]
     pub(super) fn take<const N: usize>(&mut self) -> Option<[u8; N]> {
         let out = self.fke.take::<N>()?;
-                crate::probe::at(crate::probe::Point::AfterCopy);
+        crate::probe::at(crate::probe::Point::AfterCopy);
         if self.current() { Some(out) } else { None }
     }
 
@@ -98,7 +98,7 @@ impl ThreadState {
     #[inline(never)]
     fn discard_and_fill(&mut self, dest: &mut [u8]) -> Result<(), Error> {
         dest.zeroize();
-                crate::probe::count(crate::probe::Event::DiscardedRead);
+        crate::probe::count(crate::probe::Event::DiscardedRead);
         self.fill_slow(dest, &mut Os, &Monotonic)
     }
 
@@ -126,7 +126,7 @@ impl ThreadState {
                 return Ok(());
             }
             dest.zeroize();
-                        crate::probe::count(crate::probe::Event::DiscardedRead);
+            crate::probe::count(crate::probe::Event::DiscardedRead);
         }
         one_off_fill(dest, OneOff::Interrupted)
     }
@@ -149,7 +149,7 @@ impl ThreadState {
             }
             // Strict: no output from an unseeded, inherited or restored key.
             self.reseed(os, clock)?;
-                        if restored {
+            if restored {
                 crate::probe::count(crate::probe::Event::SnapshotReseed);
             }
         }

@@ -1,13 +1,14 @@
-use crate::lifecycle::reseed::{Clock, RESEED_INTERVAL_NS, RESEED_MIN_BYTES};
 use super::*;
 use crate::generator::{FkeState, KEY_LEN};
-use crate::os::pages::Advice;
+use crate::lifecycle::reseed::{Clock, RESEED_INTERVAL_NS, RESEED_MIN_BYTES};
 use crate::lifecycle::snapshot;
+use crate::os::pages::Advice;
 use crate::test_hooks::entropy::FakeEntropy;
-use crate::test_hooks::lifecycle::{Release, releases, set_up_without_wipe_on_fork, steady_epoch};
-#[cfg(all(target_os = "linux", fkrng_test_hooks))]
-use crate::test_hooks::lifecycle::{in_child, in_new_process};
+use crate::test_hooks::lifecycle::{Release, releases, set_up_without_wipe_on_fork};
 use crate::test_hooks::memory::state_memory;
+use crate::test_hooks::process::steady_epoch;
+#[cfg(all(target_os = "linux", fkrng_test_hooks))]
+use crate::test_hooks::process::{in_child, in_new_process};
 
 struct FakeClock(Cell<u64>);
 
@@ -183,8 +184,7 @@ fn thread_exit_wipes_state_before_release() {
     let log = releases();
     let ours: Vec<&Release> = log.iter().filter(|r| r.addr == addr).collect();
     assert!(
-        ours.iter()
-            .any(|r| r.before == (true, true, 992 - 123)),
+        ours.iter().any(|r| r.before == (true, true, 992 - 123)),
         "the thread's state was released holding a seeded key and 869 unserved bytes"
     );
     for r in log.iter() {

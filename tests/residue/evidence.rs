@@ -486,20 +486,35 @@ pub(crate) fn merge_findings(mut found: Vec<Finding>) -> Vec<Finding> {
     merged
 }
 
-/// What the signal-storm scan found after one batch, in the dead stack below the reads.
+/// What the signal-storm scans found, batch by batch, in the dead stack below the reads or
+/// on an alternate signal stack.
 #[derive(Default)]
 pub(crate) struct StormFindings {
+    /// Batches scanned.
+    pub(crate) batches: usize,
+    /// Batches after which anything of the key was found: two or more of its words, or a
+    /// cluster or [`MANY_STATE_WORDS`] words of its block function's working states.
+    pub(crate) residue: usize,
     /// Batches with at least two distinct words of the key just made old.
     pub(crate) key_words: usize,
     /// Batches with all eight.
     pub(crate) whole_keys: usize,
     /// Batches with a cluster of block-function words of that key.
     pub(crate) clusters: usize,
+    /// Batches with at least [`MANY_STATE_WORDS`] distinct words of that key's block
+    /// function's working states (key words not counted), anywhere in the span.
+    pub(crate) state_words: usize,
     /// Deepest finding below the reading code's frame, in bytes.
     pub(crate) deepest: usize,
     /// The most distinct words of the key and its block function found after one batch.
     pub(crate) most_words: usize,
 }
+
+/// Distinct working-state words of one key's block function that make a batch count in
+/// [`StormFindings::state_words`]. By the bound of [`CLUSTER_WORDS`] (q = 1.13e-6 per word
+/// and key), 8 of the 8192 words of a 32 KiB span match by chance with probability below
+/// C(8192, 8) q^8 = 1.4e-21 per scan.
+pub(crate) const MANY_STATE_WORDS: usize = 8;
 
 /// Bytes of dead stack below the reading code that the signal-storm scan reads after each
 /// batch: more than the deepest keystream frame plus the red zone plus the largest signal
@@ -542,6 +557,8 @@ impl Evidence {
         let table = &table[..*table_len];
         let mut key_words = [false; 8];
         let mut hits: Vec<(usize, usize)> = Vec::new();
+        // Table entries of working-state words (not key words) found.
+        let mut state_entries: Vec<usize> = Vec::new();
         for (i, word) in scan[..len].chunks_exact(4).enumerate() {
             let word = u32::from_ne_bytes(word.try_into().unwrap());
             if word == 0 {
@@ -550,13 +567,21 @@ impl Evidence {
             let first = table.partition_point(|&(w, _)| w < word);
             if table.get(first).is_some_and(|&(w, _)| w == word) {
                 hits.push((4 * i, first));
+                let mut is_key_word = false;
                 for (k, key_word) in keys[0].chunks_exact(4).enumerate() {
                     if u32::from_le_bytes(key_word.try_into().unwrap()) == word {
                         key_words[k] = true;
+                        is_key_word = true;
                     }
+                }
+                if !is_key_word {
+                    state_entries.push(first);
                 }
             }
         }
+        state_entries.sort_unstable();
+        state_entries.dedup();
+        let many_state_words = state_entries.len() >= MANY_STATE_WORDS;
         let mut cluster = false;
         for (n, &(at, _)) in hits.iter().enumerate() {
             let mut entries: Vec<usize> = hits[n..]
@@ -569,14 +594,18 @@ impl Evidence {
             cluster |= entries.len() >= CLUSTER_WORDS;
         }
         let distinct = key_words.iter().filter(|&&k| k).count();
+        let residue = distinct >= 2 || cluster || many_state_words;
+        findings.batches += 1;
+        findings.residue += usize::from(residue);
         findings.key_words += usize::from(distinct >= 2);
         findings.whole_keys += usize::from(distinct == 8);
         findings.clusters += usize::from(cluster);
+        findings.state_words += usize::from(many_state_words);
         let mut entries: Vec<usize> = hits.iter().map(|&(_, e)| e).collect();
         entries.sort_unstable();
         entries.dedup();
         findings.most_words = findings.most_words.max(entries.len());
         scan[..len].fill(0);
-        (distinct >= 2 || cluster).then(|| hits.first().map_or(0, |&(at, _)| at))
+        residue.then(|| hits.first().map_or(0, |&(at, _)| at))
     }
 }

@@ -1,6 +1,7 @@
 //! The scenarios the residue tests run: reads of a seeded generator with a scan after each
-//! group, a thread-local destructor's one-off read, and a signal storm during refills and
-//! direct fills.
+//! group, a thread-local destructor's one-off read, a vDSO seed, signal storms during
+//! refills and direct fills (on the reading stack and on an alternate stack), and reads in
+//! handlers on alternate stacks with little room.
 
 use crate::evidence::{
     BUFFER_LEN, Batches, Evidence, KEY_LEN, Output, StormFindings, merge_findings,
@@ -349,14 +350,37 @@ unsafe fn clear_ymm() {
     }
 }
 
-/// The signal storm: refills and direct fills under timer signals, with a scan of the dead
-/// stack below the reads after every batch.
-pub(crate) fn signal_storm() {
+/// What a signal storm on the reading stack found: batches interrupted by a signal (their
+/// signal frames may hold the registers of the keystream computation), batches after which
+/// none came since the one before began (nothing but fkrng's own frames and scrub was
+/// written below the reads since the last signal frame that could hold this batch's key:
+/// the batch before computed it), and the other batches (a signal came during the batch
+/// before only).
+pub(crate) struct SignalStorm {
+    pub(crate) interrupted: StormFindings,
+    pub(crate) quiet: StormFindings,
+    pub(crate) after_interrupted: StormFindings,
+    /// Signals the handler ran.
+    pub(crate) signals: usize,
+}
+
+impl SignalStorm {
+    pub(crate) fn batches(&self) -> usize {
+        self.interrupted.batches + self.quiet.batches + self.after_interrupted.batches
+    }
+}
+
+/// The signal storm: refills and direct fills under timer signals (blocked during half of
+/// the batches, two in a row), with a scan of the dead stack below the reads after every
+/// batch for the key the batch ran under; the findings are kept apart by whether a signal
+/// came during the batch or the one before.
+pub(crate) fn signal_storm() -> SignalStorm {
     let _scan = MEMORY_SCAN.lock().unwrap_or_else(PoisonError::into_inner);
     use std::sync::atomic::Ordering::Relaxed;
 
     // SAFETY: a handler that only increments an atomic.
     unsafe { signals::on_signal(libc::SIGUSR2, count_signal, libc::SA_RESTART) };
+    let signals_before = STORM_SIGNALS.load(Relaxed);
     let timer = ThreadTimer::start(libc::SIGUSR2, STORM_INTERVAL_NS);
 
     let mut evidence = Evidence::new();
@@ -364,16 +388,28 @@ pub(crate) fn signal_storm() {
     let mut rng = boxed_generator(&evidence.keys[0]);
     scrub_stack_below();
     let mut served = vec![0u8; 1100];
-    let mut findings = StormFindings::default();
-    let wiped_before = fkrng::test_hooks::counters::signal_frames_wiped();
+    let mut storm = SignalStorm {
+        interrupted: StormFindings::default(),
+        quiet: StormFindings::default(),
+        after_interrupted: StormFindings::default(),
+        signals: 0,
+    };
     let (mut batches, mut interrupted) = (0, 0);
+    let mut previous_interrupted = false;
     while batches < STORM_MIN_BATCHES
         || interrupted < STORM_MIN_INTERRUPTED && batches < STORM_MAX_BATCHES
     {
-        // A refill (a 1-byte read, then the other 991 bytes) or a direct fill of 1100 bytes.
+        // A refill (a 1-byte read, then the other 991 bytes) or a direct fill of 1100 bytes;
+        // the third and fourth of every four with the signal blocked, so that quiet batches
+        // come in every build, however slow (a signal pending meanwhile is taken once the
+        // batch is counted, in this frame).
         let refill = batches % 2 == 0;
         let len = if refill { BUFFER_LEN } else { 1100 };
+        let control = batches % 4 >= 2;
         let mut frame = 0usize;
+        if control {
+            block_signal(libc::SIGUSR2, true);
+        }
         let before = STORM_SIGNALS.load(Relaxed);
         clear_test_registers();
         run_deeper_unpainted(&mut || {
@@ -387,57 +423,30 @@ pub(crate) fn signal_storm() {
                 rng.fill(&mut served[..len]);
             }
         });
-        if STORM_SIGNALS.load(Relaxed) != before {
-            interrupted += 1;
+        let now_interrupted = STORM_SIGNALS.load(Relaxed) != before;
+        if control {
+            block_signal(libc::SIGUSR2, false);
         }
+        interrupted += usize::from(now_interrupted);
         evidence.check_batch(0, &served[..len]);
-        evidence.storm_scan(frame, &mut findings);
+        let findings = if now_interrupted {
+            &mut storm.interrupted
+        } else if previous_interrupted {
+            &mut storm.after_interrupted
+        } else {
+            &mut storm.quiet
+        };
+        evidence.storm_scan(frame, findings);
         evidence.keys.copy_within(1..2, 0);
         evidence.chacha20_block(0, 0, Output::NextKey);
+        previous_interrupted = now_interrupted;
         batches += 1;
     }
     drop(timer);
-    let wiped = fkrng::test_hooks::counters::signal_frames_wiped() - wiped_before;
+    storm.signals = STORM_SIGNALS.load(Relaxed) - signals_before;
     evidence.wipe();
     drop(rng);
-    eprintln!(
-        "{batches} batches, {interrupted} interrupted by one of {} signals; after {} of them \
-         two or more words of the old key in the dead stack below the reads, after {} all \
-         eight, after {} a cluster of its block function's words; deepest {} bytes below; \
-         {wiped} signal frames below a computation wiped",
-        STORM_SIGNALS.load(Relaxed),
-        findings.key_words,
-        findings.whole_keys,
-        findings.clusters,
-        findings.deepest
-    );
-    assert!(
-        interrupted >= STORM_MIN_INTERRUPTED,
-        "only {interrupted} of {batches} batches were interrupted by a signal"
-    );
-    // Optimised x86-64 builds scrub less stack than a signal frame takes, and an AArch64
-    // signal frame keeps its registers about 4.4 KiB below the interrupted stack pointer,
-    // deeper than any build scrubs: frames reach below the scrubbed area and must have been
-    // found there.
-    if cfg!(any(
-        all(target_arch = "x86_64", not(debug_assertions)),
-        target_arch = "aarch64"
-    )) {
-        assert!(
-            wiped > 0,
-            "no signal frame was found below a keystream computation"
-        );
-    }
-    // Signal frames are wiped on x86-64 and AArch64 Linux; elsewhere what they leave is the
-    // documented residue (docs/SECURITY.md), reported above and not a failure.
-    if cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
-        assert!(
-            findings.key_words == 0 && findings.clusters == 0,
-            "old key material in dead stack after {} batches (key words) and {} (clusters)",
-            findings.key_words,
-            findings.clusters
-        );
-    }
+    storm
 }
 
 /// An alternate signal stack of the calling thread: a mapping of `size` bytes that
@@ -499,6 +508,15 @@ impl AltStack {
 
     pub(crate) fn range(&self) -> std::ops::Range<usize> {
         self.base..self.base + self.size
+    }
+
+    /// Whether the alternate stack still holds its paint whole (the sentinel bytes below it
+    /// not looked at).
+    pub(crate) fn untouched(&self) -> bool {
+        // SAFETY: the alternate stack, within the mapping, with no handler running on it
+        // (the caller's thread runs off it, with its signals blocked).
+        let stack = unsafe { std::slice::from_raw_parts(self.base as *const u8, self.size) };
+        stack.iter().all(|&b| b == PAINT)
     }
 
     /// Paints the alternate stack again (not the sentinel bytes below it).
@@ -607,13 +625,28 @@ pub(crate) extern "C" fn count_alt_signal(_: libc::c_int) {
     ALT_STORM_SIGNALS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
 }
 
+/// What the storm on an alternate signal stack found: refills interrupted by a signal taken
+/// on the alternate stack, and refills no signal reached, which must leave the alternate
+/// stack untouched (fkrng writes nothing there; only the kernel's frames and the handler
+/// do).
+pub(crate) struct AltStackStorm {
+    pub(crate) interrupted: StormFindings,
+    pub(crate) quiet: StormFindings,
+    /// Refills no signal reached after which the alternate stack still held its paint whole.
+    pub(crate) quiet_untouched: usize,
+    /// Signals the handler ran.
+    pub(crate) signals: usize,
+}
+
 /// The signal storm on an alternate signal stack: refills of a seeded generator under a
 /// thread-directed timer whose handler runs with `SA_ONSTACK`; after every refill the
 /// whole alternate stack is searched for the key the refill ran under and its block
-/// function's words. The signal is blocked outside the refills (a signal pending then is
-/// taken with `sigtimedwait`, its handler not run), so every frame on the alternate stack
-/// was written during a refill, holding fkrng's registers, not the test's.
-pub(crate) fn alt_stack_storm() {
+/// function's words. The signal is blocked outside the refills and during every fourth
+/// one (a signal pending then is taken with `sigtimedwait`, its handler not run), and the
+/// signal count is read while it is blocked, so every frame on the alternate stack was
+/// written during a refill counted as interrupted, holding fkrng's registers, not the
+/// test's.
+pub(crate) fn alt_stack_storm() -> AltStackStorm {
     let _scan = MEMORY_SCAN.lock().unwrap_or_else(PoisonError::into_inner);
     use std::sync::atomic::Ordering::Relaxed;
 
@@ -627,6 +660,7 @@ pub(crate) fn alt_stack_storm() {
         )
     };
     block_signal(ALT_STORM_SIGNAL, true);
+    let signals_before = ALT_STORM_SIGNALS.load(Relaxed);
     let timer = ThreadTimer::start(ALT_STORM_SIGNAL, ALT_STORM_INTERVAL_NS);
 
     let mut evidence = Evidence::new();
@@ -634,8 +668,12 @@ pub(crate) fn alt_stack_storm() {
     let mut rng = boxed_generator(&evidence.keys[0]);
     scrub_stack_below();
     let mut served = vec![0u8; BUFFER_LEN];
-    let mut findings = StormFindings::default();
-    let wiped_before = fkrng::test_hooks::counters::alt_stack_frames_wiped();
+    let mut storm = AltStackStorm {
+        interrupted: StormFindings::default(),
+        quiet: StormFindings::default(),
+        quiet_untouched: 0,
+        signals: 0,
+    };
     let (mut batches, mut interrupted) = (0, 0);
     while interrupted < ALT_STORM_ENOUGH_INTERRUPTED
         && (batches < ALT_STORM_MIN_BATCHES
@@ -643,62 +681,40 @@ pub(crate) fn alt_stack_storm() {
     {
         drain_signal(ALT_STORM_SIGNAL);
         alt.repaint();
-        clear_test_registers();
-        block_signal(ALT_STORM_SIGNAL, false);
         let before = ALT_STORM_SIGNALS.load(Relaxed);
+        clear_test_registers();
+        // Every fourth refill keeps the signal blocked, so that quiet refills come in every
+        // build, however slow.
+        let control = batches % 4 == 3;
+        if !control {
+            block_signal(ALT_STORM_SIGNAL, false);
+        }
         // A refill: a 1-byte read, then the other 991 bytes.
         let (one, rest) = served.split_at_mut(1);
         rng.fill(one);
         rng.fill(rest);
-        let after = ALT_STORM_SIGNALS.load(Relaxed);
         block_signal(ALT_STORM_SIGNAL, true);
-        if after != before {
-            interrupted += 1;
-        }
+        let now_interrupted = ALT_STORM_SIGNALS.load(Relaxed) != before;
+        interrupted += usize::from(now_interrupted);
         evidence.check_batch(0, &served);
-        evidence.span_scan(alt.range(), &mut findings);
+        if now_interrupted {
+            evidence.span_scan(alt.range(), &mut storm.interrupted);
+        } else {
+            storm.quiet_untouched += usize::from(alt.untouched());
+            evidence.span_scan(alt.range(), &mut storm.quiet);
+        }
         evidence.keys.copy_within(1..2, 0);
         evidence.chacha20_block(0, 0, Output::NextKey);
         batches += 1;
     }
     drop(timer);
     drain_signal(ALT_STORM_SIGNAL);
+    storm.signals = ALT_STORM_SIGNALS.load(Relaxed) - signals_before;
     block_signal(ALT_STORM_SIGNAL, false);
-    let wiped = fkrng::test_hooks::counters::alt_stack_frames_wiped() - wiped_before;
     evidence.wipe();
     drop(rng);
     drop(alt);
-    eprintln!(
-        "{batches} refills, {interrupted} interrupted by one of {} signals taken on the \
-         alternate stack; after {} of them two or more words of the refill's key on the \
-         alternate stack, after {} all eight, after {} a cluster of its block function's \
-         words; at most {} distinct words after one refill; {wiped} signal frames on the \
-         alternate stack wiped",
-        ALT_STORM_SIGNALS.load(Relaxed),
-        findings.key_words,
-        findings.whole_keys,
-        findings.clusters,
-        findings.most_words,
-    );
-    assert!(
-        interrupted >= ALT_STORM_MIN_INTERRUPTED,
-        "only {interrupted} of {batches} refills were interrupted by a signal"
-    );
-    // Frames on the alternate stack are found and wiped on x86-64 and AArch64 Linux;
-    // elsewhere what they leave is the documented residue (docs/SECURITY.md).
-    if cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
-        assert!(
-            findings.key_words == 0 && findings.clusters == 0,
-            "old key material on the alternate signal stack after {} refills (key words) and \
-             {} (clusters)",
-            findings.key_words,
-            findings.clusters
-        );
-        assert!(
-            wiped > 0,
-            "no signal frame was found on the alternate stack"
-        );
-    }
+    storm
 }
 
 /// The headroom test's signal, handled on the alternate stack.
@@ -793,22 +809,12 @@ fn read_on_alt_stack(
             let mut first = [0u8; BUFFER_LEN - 1];
             fkrng::fill(&mut first);
         }
-        let wiped = fkrng::test_hooks::counters::signal_frames_wiped();
         // SAFETY: sends the signal, whose handler is installed, to the calling thread.
         assert_eq!(
             unsafe { libc::pthread_kill(libc::pthread_self(), HEADROOM_SIGNAL) },
             0
         );
-        let made = HEADROOM_AT.load(Relaxed) - alt.base;
-        let below = alt.lowest_write();
-        // A nested signal's frame wiped below the read would reach further than the
-        // read's own writes do.
-        assert_eq!(
-            fkrng::test_hooks::counters::signal_frames_wiped(),
-            wiped,
-            "a signal frame was wiped below the read"
-        );
-        (made, below)
+        (HEADROOM_AT.load(Relaxed) - alt.base, alt.lowest_write())
     })
     .join()
     .unwrap()
@@ -816,14 +822,14 @@ fn read_on_alt_stack(
 
 /// A read on an alternate signal stack with little headroom: a handler (`SA_ONSTACK`)
 /// refills with its read made closer and closer to the alternate stack's base, above
-/// painted bytes and a guard page. Everything the read writes below its stack pointer, its
-/// frames, the scrub and the canaries, reaches `E` bytes below the read with room to
-/// spare; the canaries and the scrub beyond the computation's own frames must stop at the
-/// base, so the read must keep within the stack down to a headroom well under `E` (here:
-/// `E` - 1 KiB; on x86-64 the scrub and the canary band reach at least 1.3 KiB further
-/// than the deepest computation's frames, by the depths in docs/SECURITY.md, and on AArch64
-/// the canaries about 6 KiB). Elsewhere (s390x) it only reports.
-pub(crate) fn alt_stack_headroom() {
+/// painted bytes and a guard page. Everything the read writes below its stack pointer is
+/// part of its own frames (the computation's, and the scrub's zeroed array `SCRUB_BYTES`
+/// deep), wherever it runs: with plenty of room those writes reach `R` bytes below the
+/// read, and the read must keep within the stack at every headroom of `R` bytes or more,
+/// so the first headroom of the sweep at which it writes below the base must be under `R`.
+/// Returns `R` and the least headroom that kept within (tests/stack_use.rs measures the
+/// whole of a handler's read on an alternate stack of `SIGSTKSZ` bytes).
+pub(crate) fn alt_stack_headroom() -> (usize, usize) {
     let _scan = MEMORY_SCAN.lock().unwrap_or_else(PoisonError::into_inner);
     // SAFETY: the handler reads the thread-local generator, which is made for handlers,
     // on a thread that is not itself reading.
@@ -842,6 +848,12 @@ pub(crate) fn alt_stack_headroom() {
                     "a refill made {made} bytes above the alternate stack's base wrote {bytes} \
                      bytes below it"
                 );
+                assert!(
+                    made < reach,
+                    "a refill made {made} bytes above the alternate stack's base wrote {bytes} \
+                     bytes below it, though its writes reach {reach} bytes below the read with \
+                     room to spare"
+                );
                 break;
             }
         }
@@ -849,31 +861,16 @@ pub(crate) fn alt_stack_headroom() {
     }
     signals::default_action(HEADROOM_SIGNAL);
     let fits = fits.expect("the read fits with its writes' full reach of headroom");
-    eprintln!(
-        "a refill in a handler on an alternate stack writes down to {reach} bytes below its \
-         read with room to spare, and keeps within the stack down to {fits} bytes of headroom"
-    );
-    // Elsewhere (s390x) the scrub is a zeroed array in a frame of its own, part of the
-    // read's frames: nothing there writes below the stack pointer.
-    if !cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
-        return;
-    }
-    assert!(
-        fits + 1024 <= reach,
-        "with {fits} bytes of headroom (its writes reach {reach} bytes below the read with \
-         room to spare), a read on an alternate stack wrote below its base"
-    );
+    (reach, fits)
 }
 
 /// A thread's first read made in a handler on an alternate stack of the size docs/SECURITY.md
 /// says a handler's read fits: `SIGSTKSZ` bytes at opt-level 2 and 3 (8 KiB on x86-64,
 /// 16 KiB on AArch64), 16 KiB at opt-level 1, `s` and `z`. The read is outside the crate's
-/// contract (the set-up is not async-signal-safe), and the set-up tells the keystream code
-/// that the thread is not on an alternate stack, so its writes below the stack pointer are
-/// not clamped to the stack's base; from an otherwise empty handler in optimised builds the
-/// whole read still keeps within the stack: nothing is written below its base. Also
-/// reports, from a sweep like [`alt_stack_headroom`]'s, the least headroom such a read
-/// keeps within.
+/// contract (the set-up is not async-signal-safe); from an otherwise empty handler in
+/// optimised builds the whole read still keeps within the stack: nothing is written below
+/// its base. Also reports, from a sweep like [`alt_stack_headroom`]'s, the least headroom
+/// such a read keeps within.
 pub(crate) fn first_read_on_an_alternate_stack() {
     let _scan = MEMORY_SCAN.lock().unwrap_or_else(PoisonError::into_inner);
     // SAFETY: as in `alt_stack_headroom`; the handler's read is the thread's first, made

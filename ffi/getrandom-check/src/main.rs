@@ -4,9 +4,9 @@
 //! one before; prints the time per call. `fill03 N`: the same through getrandom 0.3.
 //! `uuid N`: N `Uuid::new_v4()`, all distinct and of version 4. `fork`: a forked child's
 //! next 32 bytes differ from the parent's. `signal`: fills from a signal handler that
-//! interrupts fills (with the `hooks` feature: some took fkrng's one-off path). `teardown`:
-//! fills from a thread-local destructor after fkrng's state is released (with `hooks`:
-//! through the one-off path). Exits non-zero when a check fails.
+//! interrupts fills (with fkrng's test hooks, `--cfg fkrng_test_hooks`: some took fkrng's
+//! one-off path). `teardown`: fills from a thread-local destructor after fkrng's state is
+//! released (with the hooks: through the one-off path). Exits non-zero when a check fails.
 
 // The backend is in fkrng; naming the crate links it.
 #[cfg(feature = "fkrng")]
@@ -122,13 +122,16 @@ extern "C" fn on_alarm(_: libc::c_int) {
     HANDLED.fetch_add(1, Ordering::Relaxed);
 }
 
+/// Whether fkrng's test hooks are in this build (fkrng linked, `--cfg fkrng_test_hooks`).
+const HOOKS: bool = cfg!(all(feature = "fkrng", fkrng_test_hooks));
+
 fn one_off(kind: &str) -> u64 {
-    #[cfg(feature = "hooks")]
+    #[cfg(all(feature = "fkrng", fkrng_test_hooks))]
     return match kind {
         "interrupted" => fkrng::test_hooks::counters::one_off_reads_interrupted(),
         _ => fkrng::test_hooks::counters::one_off_reads_unavailable(),
     };
-    #[cfg(not(feature = "hooks"))]
+    #[cfg(not(all(feature = "fkrng", fkrng_test_hooks)))]
     {
         let _ = kind;
         0
@@ -167,7 +170,7 @@ fn signal_fills() {
     if FAILED_IN_HANDLER.load(Ordering::Relaxed) != 0 {
         fail("a fill in the signal handler failed or returned zeros");
     }
-    if cfg!(feature = "hooks") && interrupted == 0 {
+    if HOOKS && interrupted == 0 {
         fail("no handler's fill interrupted a fill (one-off reads: 0)");
     }
     println!(
@@ -212,7 +215,7 @@ fn teardown_fills() {
     if late == [0u8; 32] || late == during {
         fail("the destructor's bytes");
     }
-    if cfg!(feature = "hooks") && unavailable != 1 {
+    if HOOKS && unavailable != 1 {
         fail(&format!(
             "{unavailable} one-off reads for released states, 1 expected"
         ));

@@ -1,7 +1,8 @@
-use crate::os::vmclock::*;
 use super::*;
 use crate::os::pages::page_size;
-use crate::test_hooks::lifecycle::{forking, in_child, in_new_process, unreseeded_continuation};
+use crate::os::vmclock::*;
+use crate::test_hooks::lifecycle::unreseeded_continuation;
+use crate::test_hooks::process::{forking, in_child, in_new_process};
 use core::sync::atomic::{AtomicU32, fence};
 use fkrng_test_support::child::{self, How, Status};
 use std::path::PathBuf;
@@ -330,8 +331,10 @@ fn read_after_restore(expected_generation: u64) -> [u8; 32] {
 #[test]
 fn counter_change_reseeds_every_thread_before_its_next_output() {
     // The whole process follows the stand-in: alone in a process of its own.
-    if in_new_process("lifecycle::snapshot::tests::counter_change_reseeds_every_thread_before_its_next_output")
-        .is_some()
+    if in_new_process(
+        "lifecycle::snapshot::tests::counter_change_reseeds_every_thread_before_its_next_output",
+    )
+    .is_some()
     {
         return;
     }
@@ -480,8 +483,10 @@ fn restore_now() {
 fn a_read_during_which_the_counter_moves_is_served_again() {
     use crate::probe::{Point, hooks::arm};
     // The whole process follows the stand-in: alone in a process of its own.
-    if in_new_process("lifecycle::snapshot::tests::a_read_during_which_the_counter_moves_is_served_again")
-        .is_some()
+    if in_new_process(
+        "lifecycle::snapshot::tests::a_read_during_which_the_counter_moves_is_served_again",
+    )
+    .is_some()
     {
         return;
     }

@@ -1,6 +1,5 @@
-//! The state's memory on systems without `mmap` wipe-on-fork pages (every OS but Linux and
-//! Android, and Linux under Miri): the state pool's chunks are zeroed heap allocations, with
-//! no advice to give. Compiled on Linux for its unit test too.
+//! The state pool's memory where there are no wipe-on-fork pages (every OS but Linux and
+//! Android, and Miri): zeroed heap allocations. Compiled on Linux for its unit test too.
 
 #![cfg_attr(
     all(any(target_os = "linux", target_os = "android"), not(miri)),
@@ -23,13 +22,12 @@ pub(crate) fn map(layout: Layout, _advice: Advice) -> Option<(NonNull<u8>, usize
     Some((NonNull::new(raw)?, layout.size(), false))
 }
 
-/// The unit that no pooled state straddles: 4096 bytes (there are no pages to respect on
-/// the heap; the figure keeps the pool's layout the same everywhere).
+/// The unit no pooled state straddles: 4096 bytes, as a page elsewhere, for one layout.
 pub(crate) fn unit() -> usize {
     4096
 }
 
-/// No OS check exists here: never honoured.
+/// No wipe-on-fork here: never honoured.
 pub(crate) fn probe_honoured() -> bool {
     false
 }
