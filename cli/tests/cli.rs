@@ -266,6 +266,31 @@ fn bad_input_is_a_short_error_with_status_2() {
     }
 }
 
+/// A count with a character that is neither a digit nor part of a suffix is refused with a
+/// message that names the character (a thousands separator is not called a fraction).
+#[test]
+fn bad_count_names_the_character() {
+    let rest = "cannot be in a count; a count is digits and an optional suffix, e.g. 1000 or 1KiB";
+    for (count, message) in [
+        ("1,000", format!("\"1,000\": ',' {rest}")),
+        ("1 KiB", format!("\"1 KiB\": ' ' {rest}")),
+        ("2_000", format!("\"2_000\": '_' {rest}")),
+        (
+            "1.5",
+            "\"1.5\": '.' cannot be in a count; counts are whole bytes, not fractions".into(),
+        ),
+    ] {
+        let out = fkrng(&["--hex", count]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{count}: {err}");
+        assert!(out.stdout.is_empty(), "{count}");
+        assert_eq!(
+            err.lines().next().unwrap_or_default(),
+            format!("error: invalid value '{count}' for '[COUNT]': {message}"),
+        );
+    }
+}
+
 #[test]
 fn openssl_spellings_work() {
     for (args, len) in [
