@@ -51,7 +51,7 @@ use std::path::PathBuf;
                   bad arguments.",
     disable_help_flag = true,
     disable_version_flag = true,
-    group(ArgGroup::new("format").args(["hex", "base64", "raw"]).multiple(false))
+    group(ArgGroup::new("format").args(["hex", "base64", "base64url", "raw"]).multiple(false))
 )]
 struct Args {
     /// Lowercase hexadecimal (two digits per byte), then a newline.
@@ -60,6 +60,9 @@ struct Args {
     /// Standard base64 with padding, on one line, then a newline.
     #[arg(long)]
     base64: bool,
+    /// URL-safe base64 (- and _ for + and /) without padding, then a newline.
+    #[arg(long)]
+    base64url: bool,
     /// Raw bytes. Without COUNT, writes until stdout is closed.
     #[arg(long)]
     raw: bool,
@@ -84,8 +87,22 @@ pub enum Format {
     Hex,
     /// Standard base64 with padding, then a newline.
     Base64,
+    /// URL-safe base64 (`-` and `_` for `+` and `/`) without padding, then a newline.
+    Base64Url,
     /// The bytes themselves.
     Raw,
+}
+
+impl Format {
+    /// The flag that asks for this format.
+    pub fn flag(self) -> &'static str {
+        match self {
+            Self::Hex => "--hex",
+            Self::Base64 => "--base64",
+            Self::Base64Url => "--base64url",
+            Self::Raw => "--raw",
+        }
+    }
 }
 
 /// What the command line asks for: a format, a byte count (`None`: raw until stdout
@@ -204,7 +221,15 @@ const DASH_LOOKALIKES: [(char, &str); 8] = [
 ];
 
 /// The flag names an argument may have meant, for hints.
-const FLAG_NAMES: [&str; 6] = ["hex", "base64", "raw", "out", "help", "version"];
+const FLAG_NAMES: [&str; 7] = [
+    "hex",
+    "base64",
+    "base64url",
+    "raw",
+    "out",
+    "help",
+    "version",
+];
 
 /// An error for an argument that begins with a dash look-alike, naming the flag it meant
 /// (or the `--` form in general), or `None` for an ordinary argument.
@@ -279,9 +304,9 @@ fn from_clap(e: &clap::Error) -> Error {
 ///
 /// # Errors
 /// [`Error`] for unknown flags and openssl's options this tool lacks, two formats, a bad
-/// COUNT, a missing COUNT with `--hex`/`--base64`/`--out`, `--out` without a format,
-/// `--help` or `--version` together with other arguments, and arguments that begin with a
-/// dash look-alike.
+/// COUNT, a missing COUNT with a text format or `--out`, `--out` without a format, `--help`
+/// or `--version` together with other arguments, and arguments that begin with a dash
+/// look-alike.
 pub fn parse_from<I, T>(args: I) -> Result<Command, Error>
 where
     I: IntoIterator<Item = T>,
@@ -314,10 +339,12 @@ where
         Format::Raw
     } else if args.base64 {
         Format::Base64
+    } else if args.base64url {
+        Format::Base64Url
     } else {
         Format::Hex
     };
-    let format_given = args.hex || args.base64 || args.raw;
+    let format_given = args.hex || args.base64 || args.base64url || args.raw;
     if args.out.is_some() {
         if args.count.is_none() {
             return Err(Error::new(
@@ -333,10 +360,11 @@ where
         }
     }
     if args.count.is_none() && format != Format::Raw {
-        let message = match (args.hex, args.base64) {
-            (true, _) => "--hex needs a COUNT: how many random bytes, e.g. 'fkrng --hex 32'",
-            (_, true) => "--base64 needs a COUNT: how many random bytes, e.g. 'fkrng --base64 32'",
-            _ => "missing COUNT: how many random bytes to write, e.g. 'fkrng 32'",
+        let message = if format_given {
+            let flag = format.flag();
+            format!("{flag} needs a COUNT: how many random bytes, e.g. 'fkrng {flag} 32'")
+        } else {
+            "missing COUNT: how many random bytes to write, e.g. 'fkrng 32'".to_owned()
         };
         return Err(Error::new(message));
     }
@@ -381,6 +409,10 @@ mod tests {
         assert_eq!(
             parse(&["--base64", "1KiB"]),
             write(Format::Base64, Some(1024))
+        );
+        assert_eq!(
+            parse(&["--base64url", "32"]),
+            write(Format::Base64Url, Some(32))
         );
         assert_eq!(parse(&["--raw"]), write(Format::Raw, None));
         assert_eq!(parse(&["--raw", "--", "8"]), write(Format::Raw, Some(8)));
@@ -515,18 +547,10 @@ mod tests {
         let e = parse(&[]).unwrap_err();
         assert!(e.message().contains("COUNT"), "{e}");
         assert!(!e.message().contains("--"), "names a flag not given: {e}");
-        assert!(
-            parse(&["--hex"])
-                .unwrap_err()
-                .message()
-                .starts_with("--hex ")
-        );
-        assert!(
-            parse(&["--base64"])
-                .unwrap_err()
-                .message()
-                .starts_with("--base64 ")
-        );
+        for flag in ["--hex", "--base64", "--base64url"] {
+            let e = parse(&[flag]).unwrap_err();
+            assert!(e.message().starts_with(&format!("{flag} ")), "{e}");
+        }
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! ```text
 //! fkrng --hex 32          # 64 hex digits and a newline (also: fkrng -hex 32)
 //! fkrng --base64 48       # 64 base64 characters and a newline
+//! fkrng --base64url 32    # 43 URL-safe base64 characters (no padding) and a newline
 //! fkrng --raw 1GiB > f    # raw bytes
 //! fkrng --raw | head -c 100   # raw bytes until stdout closes
 //! fkrng --raw --out key.bin 32   # a new 0600 file, replacing key.bin once complete
@@ -25,8 +26,8 @@ use std::io::{self, Write};
 use std::process::ExitCode;
 use zeroize::Zeroize;
 
-/// Random bytes written in chunks of this many raw bytes (a multiple of 3 for base64 and
-/// of 64 for the generator's direct path).
+/// Random bytes written in chunks of this many raw bytes (a multiple of 3, so that base64
+/// pads only the last chunk, and of 64 for the generator's direct path).
 const CHUNK: usize = 768 * 1024;
 
 /// Why a run failed: bad arguments (status 2) or a failed output or random source (1).
@@ -152,8 +153,13 @@ fn stream(
                         text.zeroize();
                         written
                     }
-                    Format::Base64 => {
-                        let len = base64::engine::general_purpose::STANDARD
+                    Format::Base64 | Format::Base64Url => {
+                        let engine = if format == Format::Base64 {
+                            &base64::engine::general_purpose::STANDARD
+                        } else {
+                            &base64::engine::general_purpose::URL_SAFE_NO_PAD
+                        };
+                        let len = engine
                             .encode_slice(&*random, &mut buffers.text)
                             .expect("text buffer holds 4/3 of a chunk");
                         let text = &mut buffers.text[..len];
@@ -203,7 +209,7 @@ mod tests {
     /// hold only zeros, while what was written was not zero.
     #[test]
     fn buffers_are_zeroed_after_writes_and_failed_writes() {
-        for format in [Format::Hex, Format::Base64, Format::Raw] {
+        for format in [Format::Hex, Format::Base64, Format::Base64Url, Format::Raw] {
             for (count, fail_after) in [(1000u64, usize::MAX), (2 * CHUNK as u64, 1 << 20)] {
                 let mut sink = Sink {
                     got: Vec::new(),
@@ -227,7 +233,7 @@ mod tests {
 
     #[test]
     fn count_zero_writes_nothing() {
-        for format in [Format::Hex, Format::Base64, Format::Raw] {
+        for format in [Format::Hex, Format::Base64, Format::Base64Url, Format::Raw] {
             let mut sink = Sink {
                 got: Vec::new(),
                 fail_after: usize::MAX,

@@ -163,6 +163,41 @@ fn base64_lengths() {
     }
 }
 
+/// `--base64url`: the URL-safe alphabet (`-` and `_`, never `+`, `/` or `=`), no padding, so
+/// 4n/3 characters rounded up (43 for 32 bytes, as Python's `secrets.token_urlsafe(32)`),
+/// then a newline; also across chunks.
+#[test]
+fn base64url_lengths_and_alphabet() {
+    for (n, chars) in [
+        (1usize, 2usize),
+        (2, 3),
+        (3, 4),
+        (32, 43),
+        (48, 64),
+        (49, 66),
+        (1_600_000, 2_133_334),
+    ] {
+        let out = fkrng(&["--base64url", &n.to_string()]);
+        assert_eq!(out.status.code(), Some(0), "--base64url {n}");
+        let text = stdout_text(&out);
+        assert_eq!(text.len(), chars + 1, "--base64url {n}");
+        assert!(text.ends_with('\n'));
+        let body = &text[..chars];
+        assert!(
+            body.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'),
+            "--base64url {n}: {body:.80}"
+        );
+        if n == 1_600_000 {
+            assert!(body.contains('-') && body.contains('_'));
+        }
+    }
+    let out = fkrng(&["--base64url"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.starts_with("error: --base64url needs a COUNT"), "{err}");
+}
+
 #[test]
 fn raw_lengths_and_units() {
     for (arg, len) in [
@@ -236,6 +271,7 @@ fn bad_input_is_a_short_error_with_status_2() {
         &["--frobnicate"],                  // unknown flag
         &["--hex", "--base64", "8"],        // two formats at once
         &["--hex", "--raw", "8"],           // two formats at once
+        &["--base64", "--base64url", "8"],  // two formats at once
         &["--hex"],                         // missing count
         &["--hex", "8", "9"],               // extra argument
         &[],                                // no COUNT at all
@@ -567,6 +603,7 @@ fn help_explains_every_option() {
     for needle in [
         "--hex",
         "--base64",
+        "--base64url",
         "--raw",
         "COUNT",
         "KiB",
