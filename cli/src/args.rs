@@ -11,8 +11,8 @@
 //! - `--out` needs a COUNT and a format (the file is replaced only when complete, and
 //!   openssl would write raw bytes where this tool's default is hex);
 //! - without a format flag the request says so ([`Request::format_given`]): the caller
-//!   writes hex only to a terminal or `/dev/null` and refuses anything else
-//!   ([`Error::no_format`]);
+//!   writes hex to a terminal or `/dev/null`, raw bytes to a regular file and refuses
+//!   anything else ([`Error::no_format`]);
 //! - `--help` and `--version` print to stdout only when they are the whole command line;
 //!   with anything else (`fkrng -h 32`, `fkrng -hx 32`) they are an error;
 //! - an argument that starts with a dash look-alike (an em dash from a word processor) is an
@@ -33,9 +33,10 @@ use std::path::PathBuf;
                   and dd read it: K, k or KiB = 1024 and KB or kB = 1000 bytes; likewise \
                   M/MiB/MB, G/GiB/GB, T/TiB/TB, P/PiB/PB and E/EiB/EB; B = 1 byte. A COUNT of \
                   0 writes nothing.\n\n\
-                  Without a format flag, hex is written to a terminal (or /dev/null); to \
-                  anything else (a pipe, a file, --out) the tool refuses, since openssl rand \
-                  writes raw bytes there: say --hex or --raw.\n\n\
+                  Without a format flag, hex is written to a terminal (or /dev/null) and raw \
+                  bytes to a regular file (fkrng 32 > key.bin, as openssl rand writes them); \
+                  to anything else (a pipe, such as $(fkrng 32)) the tool refuses: say --hex \
+                  or --raw. Raw bytes are never written to a terminal.\n\n\
                   --out FILE writes to a temporary file (mode 0600) in FILE's directory and \
                   renames it over FILE once it is complete and on disk, so a failed run \
                   leaves an existing FILE as it was; the new FILE has mode 0600. A FILE that \
@@ -48,7 +49,7 @@ use std::path::PathBuf;
                   when stdout is /dev/null (however it was opened); 1 when the OS random \
                   source or the output fails (also a stdout that was closed when fkrng \
                   started: \"Bad file descriptor\", and a FILE that cannot be written); 2 for \
-                  bad arguments.",
+                  bad arguments and a refused format.",
     disable_help_flag = true,
     disable_version_flag = true,
     group(ArgGroup::new("format").args(["hex", "base64", "base64url", "raw"]).multiple(false))
@@ -63,7 +64,7 @@ struct Args {
     /// URL-safe base64 (- and _ for + and /) without padding, then a newline.
     #[arg(long)]
     base64url: bool,
-    /// Raw bytes. Without COUNT, writes until stdout is closed.
+    /// Raw bytes (never to a terminal). Without COUNT, writes until stdout is closed.
     #[arg(long)]
     raw: bool,
     /// Write to FILE (mode 0600, replaced only once complete) instead of stdout.
@@ -111,7 +112,8 @@ impl Format {
 pub struct Request {
     /// The format given, or [`Format::Hex`] when none was.
     pub format: Format,
-    /// Whether a format flag was given; without one, hex may go only to a terminal.
+    /// Whether a format flag was given; without one, the output decides (see the module
+    /// documentation).
     pub format_given: bool,
     pub count: Option<u64>,
     /// `--out FILE`: the file to write instead of stdout (always with a COUNT and a format).
@@ -141,14 +143,25 @@ impl Error {
         }
     }
 
-    /// No format flag and an output that is neither a terminal nor `/dev/null`: hex kept
-    /// there would differ from what `openssl rand` writes (raw bytes), so the user has to
-    /// say which. (Used by the tool, not by the fuzz target, which builds this file too.)
+    /// No format flag and a stdout that is not a terminal, `/dev/null` or a regular file
+    /// (a pipe, such as a shell's command substitution): raw bytes, what `openssl rand`
+    /// writes, could end up in a shell variable, and hex would differ from openssl's output,
+    /// so the user has to say which. (Used by the tool, not by the fuzz target, which builds
+    /// this file too.)
     #[allow(dead_code)]
     pub fn no_format() -> Self {
         Self::new(
-            "no format given and stdout is not a terminal; say --raw for raw bytes (what \
-             openssl rand writes) or --hex",
+            "no format given and stdout is not a terminal or a file; say --raw for raw bytes \
+             (what openssl rand writes) or --hex",
+        )
+    }
+
+    /// Raw bytes asked for and a terminal to write them to.
+    #[allow(dead_code)]
+    pub fn raw_to_terminal() -> Self {
+        Self::new(
+            "raw bytes are not written to a terminal; say --hex or --base64, or send the \
+             output to a file or pipe",
         )
     }
 

@@ -24,6 +24,8 @@ use std::io::{self, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
+use crate::output::Kind;
+
 /// How many names the temporary file may try before giving up (each is random, so a clash
 /// means another file of that name already exists).
 const TEMP_TRIES: usize = 8;
@@ -107,6 +109,14 @@ impl OutFile {
             }
         }
         Err(named(last.expect("TEMP_TRIES > 0")))
+    }
+
+    /// What the output is: a replacement is a regular file.
+    pub fn kind(&self) -> Kind {
+        match self.replace {
+            Some(_) => Kind::File,
+            None => crate::output::kind_of(&self.file),
+        }
     }
 
     /// Ends the output: for a replacement, flushes the temporary file to disk, renames it

@@ -7,13 +7,14 @@
 //! fkrng --raw 1GiB > f    # raw bytes
 //! fkrng --raw | head -c 100   # raw bytes until stdout closes
 //! fkrng --raw --out key.bin 32   # a new 0600 file, replacing key.bin once complete
-//! fkrng 16                # hex, but only to a terminal (or /dev/null); else say the format
+//! fkrng 32 > key.bin      # raw bytes to a file, as openssl rand 32 writes them
+//! fkrng 16                # hex on a terminal (or /dev/null); a pipe needs a format flag
 //! ```
 //!
 //! Exit status: 0 on success (also when the reader closes the pipe early, and with stdout
 //! on `/dev/null`), 1 when the OS random source or the output fails (also when stdout was
-//! closed at start), 2 for bad arguments (also no format flag with an output that is not a
-//! terminal or `/dev/null`).
+//! closed at start), 2 for bad arguments (also no format flag with a pipe for stdout, and
+//! raw bytes for a terminal).
 
 mod args;
 mod file;
@@ -22,6 +23,7 @@ mod size;
 
 use args::{Command, Format, Request};
 use base64::Engine as _;
+use output::Kind;
 use std::io::{self, Write};
 use std::process::ExitCode;
 use zeroize::Zeroize;
@@ -61,7 +63,7 @@ fn main() -> ExitCode {
 }
 
 /// Carries out `command`: prints the text, or writes the random bytes to `--out`'s file or
-/// to stdout (hex without a format flag only when stdout is a terminal or `/dev/null`).
+/// to stdout in the format [`format_for`] chooses.
 fn run(command: Command) -> Result<(), Failure> {
     match command {
         Command::Print(text) => {
@@ -75,6 +77,7 @@ fn run(command: Command) -> Result<(), Failure> {
             ..
         }) => {
             let mut out = file::OutFile::create(&path)?;
+            let format = format_for(format, true, out.kind())?;
             stream(format, count, &mut out, &mut Buffers::new())?;
             out.commit()?;
         }
@@ -85,13 +88,28 @@ fn run(command: Command) -> Result<(), Failure> {
             out: None,
         }) => {
             let mut out = output::Stdout::open().map_err(output::stdout_error)?;
-            if !format_given && !out.shows_or_discards() {
-                return Err(Failure::Usage(args::Error::no_format()));
-            }
+            let format = format_for(format, format_given, out.kind())?;
             stream(format, count, &mut out, &mut Buffers::new())?;
         }
     }
     Ok(())
+}
+
+/// The format to write to an output of `kind`: `format` when it was `given`; without a
+/// format flag, hex to a terminal or `/dev/null` and raw bytes to a regular file (as
+/// `openssl rand` writes there), and a refusal for anything else, so that a pipe into a
+/// shell variable never gets raw bytes. Raw bytes are never written to a terminal.
+fn format_for(format: Format, given: bool, kind: Kind) -> Result<Format, Failure> {
+    let format = match kind {
+        _ if given => format,
+        Kind::Terminal | Kind::Null => Format::Hex,
+        Kind::File => Format::Raw,
+        Kind::Other => return Err(Failure::Usage(args::Error::no_format())),
+    };
+    if format == Format::Raw && kind == Kind::Terminal {
+        return Err(Failure::Usage(args::Error::raw_to_terminal()));
+    }
+    Ok(format)
 }
 
 /// The two buffers of a run: `CHUNK` random bytes and their text form (hex needs two

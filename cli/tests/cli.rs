@@ -59,8 +59,8 @@ fn no_format_to_a_pipe_is_refused() {
         let lines: Vec<&str> = err.lines().filter(|l| !l.is_empty()).collect();
         assert_eq!(
             lines[0],
-            "error: no format given and stdout is not a terminal; say --raw for raw bytes \
-             (what openssl rand writes) or --hex",
+            "error: no format given and stdout is not a terminal or a file; say --raw for \
+             raw bytes (what openssl rand writes) or --hex",
             "{args:?}"
         );
         assert_eq!(lines.len(), 3, "{err}");
@@ -68,14 +68,14 @@ fn no_format_to_a_pipe_is_refused() {
     }
 }
 
-/// A pseudo-terminal: the controlling side and the terminal's own side.
-fn pty() -> (std::fs::File, std::fs::File) {
+/// A pseudo-terminal: the controlling side and the path of the terminal's own side.
+fn pty() -> (std::fs::File, String) {
     use std::ffi::CStr;
     use std::os::fd::FromRawFd;
     // SAFETY: posix_openpt returns a new descriptor (owned by the File below) or -1;
     // grantpt/unlockpt/ptsname_r act on that descriptor, ptsname_r writing at most
     // `name.len()` bytes into `name`, which stays alive for the call.
-    let (master, slave_name) = unsafe {
+    unsafe {
         let fd = libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY);
         assert!(fd >= 0, "posix_openpt: {}", std::io::Error::last_os_error());
         let master = std::fs::File::from_raw_fd(fd);
@@ -85,24 +85,22 @@ fn pty() -> (std::fs::File, std::fs::File) {
         assert_eq!(libc::ptsname_r(fd, name.as_mut_ptr(), name.len()), 0);
         let name = CStr::from_ptr(name.as_ptr()).to_str().unwrap().to_owned();
         (master, name)
-    };
-    let slave = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(slave_name)
-        .expect("open the terminal side");
-    (master, slave)
+    }
 }
 
-/// Without a format flag, a terminal gets hex: 32 digits for 16 bytes, then the newline
-/// (which the terminal shows as CR LF).
-#[test]
-fn no_format_to_a_terminal_is_hex() {
-    let (mut master, slave) = pty();
+/// Runs fkrng with `args` (in which `{tty}` stands for the terminal's path) and a fresh
+/// pseudo-terminal as stdout: its status, its stderr and what reached the terminal.
+fn on_terminal(args: &[&str]) -> (ExitStatus, String, Vec<u8>) {
+    let (mut master, name) = pty();
+    let terminal = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&name)
+        .expect("open the terminal side");
     let mut child = tool()
-        .arg("16")
+        .args(args.iter().map(|a| a.replace("{tty}", &name)))
         .stdin(Stdio::null())
-        .stdout(slave)
+        .stdout(terminal)
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn fkrng");
@@ -114,9 +112,8 @@ fn no_format_to_a_terminal_is_hex() {
         .unwrap()
         .read_to_string(&mut err)
         .unwrap();
-    assert_eq!(status.code(), Some(0), "{err}");
-    // The terminal side is closed now: the controlling side reads what is buffered, then
-    // fails with EIO.
+    // No one holds the terminal side open now: the controlling side reads what is
+    // buffered, then fails with EIO.
     let mut got = Vec::new();
     let mut buf = [0u8; 256];
     loop {
@@ -127,6 +124,15 @@ fn no_format_to_a_terminal_is_hex() {
             Err(e) => panic!("read the terminal: {e}"),
         }
     }
+    (status, err, got)
+}
+
+/// Without a format flag, a terminal gets hex: 32 digits for 16 bytes, then the newline
+/// (which the terminal shows as CR LF).
+#[test]
+fn no_format_to_a_terminal_is_hex() {
+    let (status, err, got) = on_terminal(&["16"]);
+    assert_eq!(status.code(), Some(0), "{err}");
     let text = std::str::from_utf8(&got).expect("text");
     assert_eq!(text.len(), 34, "{text:?}");
     assert!(text.ends_with("\r\n"), "{text:?}");
@@ -136,6 +142,62 @@ fn no_format_to_a_terminal_is_hex() {
             .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()),
         "{text:?}"
     );
+}
+
+/// Raw bytes never reach a terminal: `--raw` with or without a COUNT, on stdout or named by
+/// `--out`, is refused with status 2 and nothing written. (Were it not, the endless `--raw`
+/// would fill the terminal and never exit, and the guard in `wait_or_kill` would fail.)
+#[test]
+fn raw_bytes_never_go_to_a_terminal() {
+    for args in [
+        &["--raw"][..],
+        &["--raw", "16"],
+        &["-raw", "1"],
+        &["--raw", "--out", "{tty}", "16"],
+    ] {
+        let (status, err, got) = on_terminal(args);
+        assert_eq!(status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(
+            err.lines().next().unwrap_or_default(),
+            "error: raw bytes are not written to a terminal; say --hex or --base64, or send \
+             the output to a file or pipe",
+            "{args:?}"
+        );
+        assert!(got.is_empty(), "{args:?} wrote {got:?} to the terminal");
+    }
+    // Text still goes there through --out.
+    let (status, err, got) = on_terminal(&["--hex", "--out", "{tty}", "4"]);
+    assert_eq!(status.code(), Some(0), "{err}");
+    assert_eq!(got.len(), 10, "{got:?}");
+}
+
+/// Without a format flag, a regular file as stdout gets the raw bytes, as `openssl rand 32
+/// > key.bin` writes them: also a file opened for appending, whose bytes stay in front.
+#[test]
+fn no_format_to_a_regular_file_is_raw() {
+    let dir = scratch_dir("stdout-file");
+    let path = dir.join("key.bin");
+    for count in [32usize, 1 << 20] {
+        let out = tool()
+            .arg(count.to_string())
+            .stdin(Stdio::null())
+            .stdout(std::fs::File::create(&path).unwrap())
+            .output()
+            .expect("run fkrng");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{count}: {err}");
+        assert!(err.is_empty(), "{err}");
+        let bytes = std::fs::read(&path).unwrap();
+        assert_eq!(bytes.len(), count);
+        assert!(bytes.iter().any(|b| !b.is_ascii_hexdigit()), "hex, not raw");
+    }
+    std::fs::write(&path, b"before\n").unwrap();
+    let (status, err) = fkrng_redirected(&format!(">> '{}'", path.display()), &["16"]);
+    assert_eq!(status.code(), Some(0), "{err}");
+    let bytes = std::fs::read(&path).unwrap();
+    assert_eq!(bytes.len(), 7 + 16);
+    assert_eq!(&bytes[..7], b"before\n");
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
