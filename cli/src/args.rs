@@ -41,7 +41,9 @@ use std::path::PathBuf;
                   renames it over FILE once it is complete and on disk, so a failed run \
                   leaves an existing FILE as it was; the new FILE has mode 0600. A FILE that \
                   exists and is not a regular file (/dev/null, a FIFO) is written in place. \
-                  --out needs a COUNT.\n\n\
+                  --out - is stdout, and so is a FILE that is the file stdout is on \
+                  (/dev/stdout; likewise stderr): it is written through that descriptor, as a \
+                  shell redirection would, keeping what is around it. --out needs a COUNT.\n\n\
                   openssl's spellings -hex, -base64, -raw and -out work too; its -rand, \
                   -writerand, -engine, -provider, -provider-path and -propquery are refused. \
                   --help and --version work only alone.\n\n\

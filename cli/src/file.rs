@@ -1,4 +1,12 @@
-//! `--out FILE`: output that replaces FILE only once it is complete.
+//! `--out FILE`: where the output goes, and a replacement of FILE made only once complete.
+//!
+//! `-` is standard output. So is a FILE that is the file open on the tool's stdout (same
+//! device and inode: `/dev/stdout`, `/dev/fd/1`, the path of the file stdout is redirected
+//! to), and a FILE open on its stderr is written through stderr: the bytes go where a
+//! shell's redirection would put them, at that descriptor's offset, so what the caller
+//! wrote before and writes after stays around them. (A character device is left out of
+//! this rule and opened anew: it has no offset to share, and a `/dev/null` put in place of
+//! a closed stdout must not stand for it.)
 //!
 //! A regular file (or a name that does not exist yet) is written through a temporary file
 //! in the same directory: `.<name>.<16 hex digits>.tmp`, created with `O_EXCL` and mode
@@ -21,7 +29,8 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::fd::{AsFd, BorrowedFd};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use crate::output::Kind;
@@ -29,6 +38,47 @@ use crate::output::Kind;
 /// How many names the temporary file may try before giving up (each is random, so a clash
 /// means another file of that name already exists).
 const TEMP_TRIES: usize = 8;
+
+/// Where `--out` writes.
+pub enum Target {
+    /// The tool's standard output.
+    Stdout,
+    /// A file, written in place or replaced.
+    File(OutFile),
+}
+
+/// The output for `--out path`.
+///
+/// # Errors
+/// Those of [`OutFile::create`], and that of duplicating stderr.
+pub fn open(path: &Path) -> io::Result<Target> {
+    if path == Path::new("-") {
+        return Ok(Target::Stdout);
+    }
+    if let Ok(meta) = fs::metadata(path)
+        && !meta.file_type().is_char_device()
+    {
+        if is_open_on(&meta, io::stdout().as_fd()) {
+            return Ok(Target::Stdout);
+        }
+        if is_open_on(&meta, io::stderr().as_fd()) {
+            let file = File::from(io::stderr().as_fd().try_clone_to_owned()?);
+            return Ok(Target::File(OutFile {
+                file,
+                shown: path.to_owned(),
+                replace: None,
+            }));
+        }
+    }
+    OutFile::create(path).map(Target::File)
+}
+
+/// Whether `meta` is that of the file open on `fd` (the same device and inode).
+fn is_open_on(meta: &fs::Metadata, fd: BorrowedFd<'_>) -> bool {
+    fd.try_clone_to_owned()
+        .and_then(|fd| File::from(fd).metadata())
+        .is_ok_and(|open| open.dev() == meta.dev() && open.ino() == meta.ino())
+}
 
 /// The output file: a temporary file to be renamed over the target, or the target itself
 /// when it is not a regular file.

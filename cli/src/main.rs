@@ -72,25 +72,21 @@ fn run(command: Command) -> Result<(), Failure> {
         }
         Command::Write(Request {
             format,
-            count,
-            out: Some(path),
-            ..
-        }) => {
-            let mut out = file::OutFile::create(&path)?;
-            let format = format_for(format, true, out.kind())?;
-            stream(format, count, &mut out, &mut Buffers::new())?;
-            out.commit()?;
-        }
-        Command::Write(Request {
-            format,
             format_given,
             count,
-            out: None,
-        }) => {
-            let mut out = output::Stdout::open().map_err(output::stdout_error)?;
-            let format = format_for(format, format_given, out.kind())?;
-            stream(format, count, &mut out, &mut Buffers::new())?;
-        }
+            out,
+        }) => match out.map_or(Ok(file::Target::Stdout), |path| file::open(&path))? {
+            file::Target::Stdout => {
+                let mut out = output::Stdout::open().map_err(output::stdout_error)?;
+                let format = format_for(format, format_given, out.kind())?;
+                stream(format, count, &mut out, &mut Buffers::new())?;
+            }
+            file::Target::File(mut out) => {
+                let format = format_for(format, format_given, out.kind())?;
+                stream(format, count, &mut out, &mut Buffers::new())?;
+                out.commit()?;
+            }
+        },
     }
     Ok(())
 }

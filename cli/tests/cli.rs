@@ -154,6 +154,8 @@ fn raw_bytes_never_go_to_a_terminal() {
         &["--raw", "16"],
         &["-raw", "1"],
         &["--raw", "--out", "{tty}", "16"],
+        &["--raw", "--out", "-", "16"],
+        &["--raw", "--out", "/dev/stdout", "16"],
     ] {
         let (status, err, got) = on_terminal(args);
         assert_eq!(status.code(), Some(2), "{args:?}: {err}");
@@ -881,6 +883,87 @@ fn unwritable_out_is_an_error_naming_the_path() {
         assert_eq!(err.lines().count(), 1, "{err}");
     }
     assert!(names_in(&dir).is_empty(), "{:?}", names_in(&dir));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Runs `script` with `sh -c` in `dir`, where the command `fkrng` runs the tool (behind the
+/// emulator, if any): the shell's status and stderr.
+fn shell(dir: &std::path::Path, script: &str) -> (ExitStatus, String) {
+    let runner = fkrng_test_support::runner::emulator();
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!("fkrng() {{ {runner} \"$0\" \"$@\"; }}; {script}"))
+        .arg(env!("CARGO_BIN_EXE_fkrng"))
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run sh");
+    (
+        out.status,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// `--out` naming the file the tool's stdout (or stderr) is on writes through that
+/// descriptor, as a redirection would: what the caller wrote before and after stays, in
+/// order, around the key, and the status is 0.
+#[test]
+fn out_to_the_file_stdout_is_on_keeps_what_surrounds_it() {
+    let dir = scratch_dir("stdout-is-out");
+    for (out, redirect) in [
+        ("/dev/stdout", "> log"),
+        ("/dev/fd/1", "> log"),
+        ("log", ">> log"),
+        ("/dev/stderr", "2> log"),
+    ] {
+        let fd = if redirect.starts_with('2') { ">&2" } else { "" };
+        std::fs::write(dir.join("log"), b"").unwrap();
+        let (status, err) = shell(
+            &dir,
+            &format!(
+                "( echo before {fd}; fkrng --hex --out {out} 8; echo \"status $?\" {fd}; \
+                 echo after {fd} ) {redirect}"
+            ),
+        );
+        assert!(status.success(), "{out}: {err}");
+        let log = std::fs::read_to_string(dir.join("log")).unwrap();
+        let lines: Vec<&str> = log.lines().collect();
+        assert_eq!(lines.len(), 4, "{out} {redirect}: {log:?} {err}");
+        assert_eq!(lines[0], "before", "{out}: {log:?}");
+        assert_eq!(lines[1].len(), 16, "{out}: {log:?}");
+        assert!(lines[1].bytes().all(|b| b.is_ascii_hexdigit()), "{log:?}");
+        assert_eq!(lines[2..], ["status 0", "after"], "{out}: {log:?}");
+        assert_eq!(names_in(&dir), ["log"], "{out}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `--out -` (and `-out -`) is standard output: the text arrives there and no file named
+/// `-` is made.
+#[test]
+fn out_dash_is_stdout() {
+    let dir = scratch_dir("dash");
+    for args in [
+        &["--hex", "--out", "-", "8"][..],
+        &["-base64", "-out", "-", "3"],
+    ] {
+        let out = tool()
+            .args(args)
+            .current_dir(&dir)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run fkrng");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+        let text = stdout_text(&out);
+        assert_eq!(
+            text.len(),
+            if args[0] == "--hex" { 17 } else { 5 },
+            "{text:?}"
+        );
+        assert!(text.ends_with('\n'), "{text:?}");
+        assert!(names_in(&dir).is_empty(), "{args:?}: {:?}", names_in(&dir));
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
