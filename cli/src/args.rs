@@ -39,7 +39,9 @@ use std::path::PathBuf;
                   or --raw. Raw bytes are never written to a terminal.\n\n\
                   --out FILE writes to a temporary file (mode 0600) in FILE's directory and \
                   renames it over FILE once it is complete and on disk, so a failed run \
-                  leaves an existing FILE as it was; the new FILE has mode 0600. A FILE that \
+                  leaves an existing FILE as it was. A new FILE has mode 0600; an existing \
+                  one keeps its owner, group and mode, and is refused, unchanged, when its \
+                  owner cannot be kept (a shell's > FILE writes it in place). A FILE that \
                   exists and is not a regular file (/dev/null, a FIFO) is written in place. \
                   --out - is stdout, and so is a FILE that is the file stdout is on \
                   (/dev/stdout; likewise stderr): it is written through that descriptor, as a \
@@ -69,7 +71,7 @@ struct Args {
     /// Raw bytes (never to a terminal). Without COUNT, writes until stdout is closed.
     #[arg(long)]
     raw: bool,
-    /// Write to FILE (mode 0600, replaced only once complete) instead of stdout.
+    /// Write to FILE (replaced only once complete; a new one gets mode 0600) instead of stdout.
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
     /// Print help (only as the sole argument).

@@ -767,26 +767,150 @@ fn out_writes_a_0600_file() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// An existing file is replaced by a new one (another inode, mode 0600 though the old
-/// one had 0644), holding only the new bytes.
+/// The user and group the tests give files to, and run the tool as, when they run as root:
+/// nobody and nogroup (65534).
+const NOBODY: u32 = 65534;
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// An existing file is replaced by a new one (another inode) holding only the new bytes,
+/// with the old file's owner, group and mode, as `openssl rand -out` keeps them: modes
+/// 0640, 0604 and 02750 and, when the tests run as root, owner nobody:nogroup.
 #[test]
-fn out_replaces_an_existing_file_whole() {
+fn out_replaces_an_existing_file_keeping_owner_group_and_mode() {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
     let dir = scratch_dir("replace");
     let path = dir.join("key.bin");
-    std::fs::write(&path, vec![b'x'; 4096]).unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
-    let old = std::fs::metadata(&path).unwrap();
-    let out = fkrng(&["--raw", "--out", path.to_str().unwrap(), "32"]);
-    assert_eq!(out.status.code(), Some(0), "{out:?}");
-    let new = std::fs::metadata(&path).unwrap();
-    assert_ne!(new.ino(), old.ino());
-    assert_eq!(new.permissions().mode() & 0o777, 0o600);
-    let bytes = std::fs::read(&path).unwrap();
-    assert_eq!(bytes.len(), 32);
-    assert_ne!(bytes, vec![b'x'; 32]);
+    for mode in [0o640, 0o604, 0o2750] {
+        std::fs::write(&path, vec![b'x'; 4096]).unwrap();
+        if is_root() {
+            std::os::unix::fs::chown(&path, Some(NOBODY), Some(NOBODY)).unwrap();
+        }
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+        let old = std::fs::metadata(&path).unwrap();
+        let out = fkrng(&["--raw", "--out", path.to_str().unwrap(), "32"]);
+        assert_eq!(out.status.code(), Some(0), "{mode:o}: {out:?}");
+        let new = std::fs::metadata(&path).unwrap();
+        assert_ne!(new.ino(), old.ino(), "{mode:o}");
+        assert_eq!(
+            (new.uid(), new.gid(), new.mode() & 0o7777),
+            (old.uid(), old.gid(), mode),
+            "{mode:o}"
+        );
+        let bytes = std::fs::read(&path).unwrap();
+        assert_eq!(bytes.len(), 32);
+        assert_ne!(bytes, vec![b'x'; 32]);
+        assert_eq!(names_in(&dir), ["key.bin"]);
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A file the tool may write but whose owner it cannot give a replacement (root's, writable
+/// by the group nogroup, written by nobody) is refused before anything is written: status
+/// 1, a message naming the file and the owner, the file as it was, no temporary file left.
+/// Only root can set this up; as another user the test says so and checks nothing.
+#[test]
+fn out_refuses_a_file_whose_owner_it_cannot_keep() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    use std::os::unix::process::CommandExt;
+    if !is_root() {
+        println!("not root: cannot make a file another user may write; skipping");
+        return;
+    }
+    let dir = scratch_dir("not-mine");
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let path = dir.join("shared.key");
+    std::fs::write(&path, b"old key\n").unwrap();
+    std::os::unix::fs::chown(&path, Some(0), Some(NOBODY)).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o660)).unwrap();
+    let out = tool()
+        .args(["--raw", "--out", path.to_str().unwrap(), "32"])
+        .uid(NOBODY)
+        .gid(NOBODY)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run fkrng");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(
+        err,
+        format!(
+            "fkrng: {}: a replacement cannot keep its owner and group 0:{NOBODY}: Operation \
+             not permitted (os error 1)\n",
+            path.display()
+        )
+    );
+    assert_eq!(std::fs::read(&path).unwrap(), b"old key\n");
+    let meta = std::fs::metadata(&path).unwrap();
+    assert_eq!(
+        (meta.uid(), meta.gid(), meta.mode() & 0o7777),
+        (0, NOBODY, 0o660)
+    );
+    assert_eq!(names_in(&dir), ["shared.key"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A file the user may write in a directory they may not: the message names the directory
+/// where the temporary file could not be made, and the file is left as it was. (Root may
+/// write anywhere, so as root the tool runs as nobody, on a file of nobody's.)
+#[test]
+fn out_in_a_read_only_directory_names_the_directory() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    let dir = scratch_dir("read-only");
+    let path = dir.join("key.bin");
+    std::fs::write(&path, b"old key\n").unwrap();
+    let mut command = tool();
+    if is_root() {
+        std::os::unix::fs::chown(&path, Some(NOBODY), Some(NOBODY)).unwrap();
+        command.uid(NOBODY).gid(NOBODY);
+    }
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o555)).unwrap();
+    let out = command
+        .args(["--raw", "--out", path.to_str().unwrap(), "32"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run fkrng");
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(
+        err,
+        format!(
+            "fkrng: {}: cannot create a temporary file in {}: Permission denied (os error 13)\n",
+            path.display(),
+            std::fs::canonicalize(&dir).unwrap().display()
+        )
+    );
+    assert_eq!(std::fs::read(&path).unwrap(), b"old key\n");
     assert_eq!(names_in(&dir), ["key.bin"]);
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `--out /proc/version`, a regular file that exists in a directory where no file can be
+/// made: the message names what failed, opening the file for writing (as a user who may
+/// not) or, as root, creating the temporary file in /proc, not the file as missing.
+#[test]
+fn out_to_proc_version_names_what_failed() {
+    let path = "/proc/version";
+    if !std::path::Path::new(path).is_file() {
+        println!("no {path}; skipping");
+        return;
+    }
+    let expected = match std::fs::OpenOptions::new().write(true).open(path) {
+        Err(e) => format!("fkrng: {path}: {e}\n"),
+        Ok(_) => format!(
+            "fkrng: {path}: cannot create a temporary file in /proc: No such file or directory \
+             (os error 2)\n"
+        ),
+    };
+    let out = fkrng(&["--raw", "--out", path, "8"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(err, expected);
 }
 
 /// `--out` through a symbolic link writes the link's target and keeps the link: a link to
@@ -867,8 +991,12 @@ fn failed_out_write_leaves_the_old_file() {
 fn unwritable_out_is_an_error_naming_the_path() {
     let dir = scratch_dir("unwritable");
     let missing = dir.join("no-such-dir").join("key.bin");
+    let no_dir = format!(
+        "cannot create a temporary file in {}: No such file or directory",
+        dir.join("no-such-dir").display()
+    );
     for (path, reason) in [
-        (missing.to_str().unwrap(), "No such file or directory"),
+        (missing.to_str().unwrap(), no_dir.as_str()),
         (dir.to_str().unwrap(), "Is a directory"),
         ("/dev/full", "No space left on device"),
     ] {
