@@ -48,18 +48,16 @@ fn main() -> ExitCode {
     let result = args::parse_from(std::env::args_os())
         .map_err(Failure::Usage)
         .and_then(run);
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(Failure::Io(e)) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
-        Err(Failure::Io(e)) => {
-            eprintln!("fkrng: {e}");
-            ExitCode::FAILURE
-        }
-        Err(Failure::Usage(e)) => {
-            eprint!("{}", e.render());
-            ExitCode::from(2)
-        }
-    }
+    // The message is written as well as stderr allows (a full or closed stderr does not
+    // change the status).
+    let (status, message) = match result {
+        Ok(()) => return ExitCode::SUCCESS,
+        Err(Failure::Io(e)) if e.kind() == io::ErrorKind::BrokenPipe => return ExitCode::SUCCESS,
+        Err(Failure::Io(e)) => (ExitCode::FAILURE, format!("fkrng: {e}\n")),
+        Err(Failure::Usage(e)) => (ExitCode::from(2), e.render()),
+    };
+    let _ = io::stderr().write_all(message.as_bytes());
+    status
 }
 
 /// Carries out `command`: prints the text, or writes the random bytes to `--out`'s file or

@@ -511,6 +511,31 @@ fn closed_stdout_is_an_error() {
     }
 }
 
+/// A stderr that cannot take the message (`/dev/full`) does not turn an error into a panic:
+/// the status stays 2 for bad arguments and 1 for a failed output.
+#[test]
+fn full_stderr_keeps_the_status() {
+    for (args, status) in [
+        (&["--nope"][..], 2),
+        (&["16"], 2),
+        (&["--raw", "--out", "/dev/full", "8"], 1),
+    ] {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .expect("open /dev/full");
+        let out = tool()
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(full)
+            .output()
+            .expect("run fkrng");
+        assert_eq!(out.status.code(), Some(status), "{args:?}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+}
+
 /// `/dev/null` as stdout, opened write-only as a shell's `>` opens it or read-write as
 /// launchers that discard output (`1<>`, Python's `subprocess.DEVNULL`, `daemon(3)`) open
 /// it: the output is discarded and the status is 0, also without a format flag.
