@@ -8,8 +8,8 @@
 //!   the double-dash flags (so `fkrng -hex 32` does what `openssl rand -hex 32` does);
 //!   openssl's other options (`-rand`, `-writerand`, `-engine`, `-provider`,
 //!   `-provider-path`, `-propquery`), with one dash or two, are an error that says so;
-//! - `--out` needs a COUNT and a format (the file is replaced only when complete, and
-//!   openssl would write raw bytes where this tool's default is hex);
+//! - `--out` needs a COUNT (the file is replaced only when complete) and a format flag
+//!   (`openssl rand -out` writes raw bytes; here the user says which);
 //! - without a format flag the request says so ([`Request::format_given`]): the caller
 //!   writes hex to a terminal or `/dev/null`, raw bytes to a regular file and refuses
 //!   anything else ([`Error::no_format`]);
@@ -45,7 +45,8 @@ use std::path::PathBuf;
                   exists and is not a regular file (/dev/null, a FIFO) is written in place. \
                   --out - is stdout, and so is a FILE that is the file stdout is on \
                   (/dev/stdout; likewise stderr): it is written through that descriptor, as a \
-                  shell redirection would, keeping what is around it. --out needs a COUNT.\n\n\
+                  shell redirection would, keeping what is around it. --out needs a COUNT and \
+                  a format flag.\n\n\
                   openssl's spellings -hex, -base64, -raw and -out work too; its -rand, \
                   -writerand, -engine, -provider, -provider-path and -propquery are refused. \
                   --help and --version work only alone.\n\n\
