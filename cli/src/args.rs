@@ -8,11 +8,11 @@
 //!   the double-dash flags (so `fkrng -hex 32` does what `openssl rand -hex 32` does);
 //!   openssl's other options (`-rand`, `-writerand`, `-engine`, `-provider`,
 //!   `-provider-path`, `-propquery`), with one dash or two, are an error that says so;
-//! - `--out` needs a COUNT and a format (the file is replaced only when complete, and
-//!   openssl would write raw bytes where this tool's default is hex);
+//! - `--out` needs a COUNT (the file is replaced only when complete) and a format flag
+//!   (`openssl rand -out` writes raw bytes; here the user says which);
 //! - without a format flag the request says so ([`Request::format_given`]): the caller
-//!   writes hex only to a terminal or `/dev/null` and refuses anything else
-//!   ([`Error::no_format`]);
+//!   writes hex to a terminal or `/dev/null`, raw bytes to a regular file and refuses
+//!   anything else ([`Error::no_format`]);
 //! - `--help` and `--version` print to stdout only when they are the whole command line;
 //!   with anything else (`fkrng -h 32`, `fkrng -hx 32`) they are an error;
 //! - an argument that starts with a dash look-alike (an em dash from a word processor) is an
@@ -33,14 +33,20 @@ use std::path::PathBuf;
                   and dd read it: K, k or KiB = 1024 and KB or kB = 1000 bytes; likewise \
                   M/MiB/MB, G/GiB/GB, T/TiB/TB, P/PiB/PB and E/EiB/EB; B = 1 byte. A COUNT of \
                   0 writes nothing.\n\n\
-                  Without a format flag, hex is written to a terminal (or /dev/null); to \
-                  anything else (a pipe, a file, --out) the tool refuses, since openssl rand \
-                  writes raw bytes there: say --hex or --raw.\n\n\
+                  Without a format flag, hex is written to a terminal (or /dev/null) and raw \
+                  bytes to a regular file (fkrng 32 > key.bin, as openssl rand writes them); \
+                  to anything else (a pipe, such as $(fkrng 32)) the tool refuses: say --hex \
+                  or --raw. Raw bytes are never written to a terminal.\n\n\
                   --out FILE writes to a temporary file (mode 0600) in FILE's directory and \
                   renames it over FILE once it is complete and on disk, so a failed run \
-                  leaves an existing FILE as it was; the new FILE has mode 0600. A FILE that \
+                  leaves an existing FILE as it was. A new FILE has mode 0600; an existing \
+                  one keeps its owner, group and mode, and is refused, unchanged, when its \
+                  owner cannot be kept (a shell's > FILE writes it in place). A FILE that \
                   exists and is not a regular file (/dev/null, a FIFO) is written in place. \
-                  --out needs a COUNT.\n\n\
+                  --out - is stdout, and so is a FILE that is the file stdout is on \
+                  (/dev/stdout; likewise stderr): it is written through that descriptor, as a \
+                  shell redirection would, keeping what is around it. --out needs a COUNT and \
+                  a format flag.\n\n\
                   openssl's spellings -hex, -base64, -raw and -out work too; its -rand, \
                   -writerand, -engine, -provider, -provider-path and -propquery are refused. \
                   --help and --version work only alone.\n\n\
@@ -48,10 +54,10 @@ use std::path::PathBuf;
                   when stdout is /dev/null (however it was opened); 1 when the OS random \
                   source or the output fails (also a stdout that was closed when fkrng \
                   started: \"Bad file descriptor\", and a FILE that cannot be written); 2 for \
-                  bad arguments.",
+                  bad arguments and a refused format.",
     disable_help_flag = true,
     disable_version_flag = true,
-    group(ArgGroup::new("format").args(["hex", "base64", "raw"]).multiple(false))
+    group(ArgGroup::new("format").args(["hex", "base64", "base64url", "raw"]).multiple(false))
 )]
 struct Args {
     /// Lowercase hexadecimal (two digits per byte), then a newline.
@@ -60,10 +66,13 @@ struct Args {
     /// Standard base64 with padding, on one line, then a newline.
     #[arg(long)]
     base64: bool,
-    /// Raw bytes. Without COUNT, writes until stdout is closed.
+    /// URL-safe base64 (- and _ for + and /) without padding, then a newline.
+    #[arg(long)]
+    base64url: bool,
+    /// Raw bytes (never to a terminal). Without COUNT, writes until stdout is closed.
     #[arg(long)]
     raw: bool,
-    /// Write to FILE (mode 0600, replaced only once complete) instead of stdout.
+    /// Write to FILE (replaced only once complete; a new one gets mode 0600) instead of stdout.
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
     /// Print help (only as the sole argument).
@@ -84,8 +93,22 @@ pub enum Format {
     Hex,
     /// Standard base64 with padding, then a newline.
     Base64,
+    /// URL-safe base64 (`-` and `_` for `+` and `/`) without padding, then a newline.
+    Base64Url,
     /// The bytes themselves.
     Raw,
+}
+
+impl Format {
+    /// The flag that asks for this format.
+    pub fn flag(self) -> &'static str {
+        match self {
+            Self::Hex => "--hex",
+            Self::Base64 => "--base64",
+            Self::Base64Url => "--base64url",
+            Self::Raw => "--raw",
+        }
+    }
 }
 
 /// What the command line asks for: a format, a byte count (`None`: raw until stdout
@@ -94,7 +117,8 @@ pub enum Format {
 pub struct Request {
     /// The format given, or [`Format::Hex`] when none was.
     pub format: Format,
-    /// Whether a format flag was given; without one, hex may go only to a terminal.
+    /// Whether a format flag was given; without one, the output decides (see the module
+    /// documentation).
     pub format_given: bool,
     pub count: Option<u64>,
     /// `--out FILE`: the file to write instead of stdout (always with a COUNT and a format).
@@ -124,14 +148,25 @@ impl Error {
         }
     }
 
-    /// No format flag and an output that is neither a terminal nor `/dev/null`: hex kept
-    /// there would differ from what `openssl rand` writes (raw bytes), so the user has to
-    /// say which. (Used by the tool, not by the fuzz target, which builds this file too.)
+    /// No format flag and a stdout that is not a terminal, `/dev/null` or a regular file
+    /// (a pipe, such as a shell's command substitution): raw bytes, what `openssl rand`
+    /// writes, could end up in a shell variable, and hex would differ from openssl's output,
+    /// so the user has to say which. (Used by the tool, not by the fuzz target, which builds
+    /// this file too.)
     #[allow(dead_code)]
     pub fn no_format() -> Self {
         Self::new(
-            "no format given and stdout is not a terminal; say --raw for raw bytes (what \
-             openssl rand writes) or --hex",
+            "no format given and stdout is not a terminal or a file; say --raw for raw bytes \
+             (what openssl rand writes) or --hex",
+        )
+    }
+
+    /// Raw bytes asked for and a terminal to write them to.
+    #[allow(dead_code)]
+    pub fn raw_to_terminal() -> Self {
+        Self::new(
+            "raw bytes are not written to a terminal; say --hex or --base64, or send the \
+             output to a file or pipe",
         )
     }
 
@@ -204,7 +239,15 @@ const DASH_LOOKALIKES: [(char, &str); 8] = [
 ];
 
 /// The flag names an argument may have meant, for hints.
-const FLAG_NAMES: [&str; 6] = ["hex", "base64", "raw", "out", "help", "version"];
+const FLAG_NAMES: [&str; 7] = [
+    "hex",
+    "base64",
+    "base64url",
+    "raw",
+    "out",
+    "help",
+    "version",
+];
 
 /// An error for an argument that begins with a dash look-alike, naming the flag it meant
 /// (or the `--` form in general), or `None` for an ordinary argument.
@@ -279,9 +322,9 @@ fn from_clap(e: &clap::Error) -> Error {
 ///
 /// # Errors
 /// [`Error`] for unknown flags and openssl's options this tool lacks, two formats, a bad
-/// COUNT, a missing COUNT with `--hex`/`--base64`/`--out`, `--out` without a format,
-/// `--help` or `--version` together with other arguments, and arguments that begin with a
-/// dash look-alike.
+/// COUNT, a missing COUNT with a text format or `--out`, `--out` without a format, `--help`
+/// or `--version` together with other arguments, and arguments that begin with a dash
+/// look-alike.
 pub fn parse_from<I, T>(args: I) -> Result<Command, Error>
 where
     I: IntoIterator<Item = T>,
@@ -314,10 +357,12 @@ where
         Format::Raw
     } else if args.base64 {
         Format::Base64
+    } else if args.base64url {
+        Format::Base64Url
     } else {
         Format::Hex
     };
-    let format_given = args.hex || args.base64 || args.raw;
+    let format_given = args.hex || args.base64 || args.base64url || args.raw;
     if args.out.is_some() {
         if args.count.is_none() {
             return Err(Error::new(
@@ -333,10 +378,11 @@ where
         }
     }
     if args.count.is_none() && format != Format::Raw {
-        let message = match (args.hex, args.base64) {
-            (true, _) => "--hex needs a COUNT: how many random bytes, e.g. 'fkrng --hex 32'",
-            (_, true) => "--base64 needs a COUNT: how many random bytes, e.g. 'fkrng --base64 32'",
-            _ => "missing COUNT: how many random bytes to write, e.g. 'fkrng 32'",
+        let message = if format_given {
+            let flag = format.flag();
+            format!("{flag} needs a COUNT: how many random bytes, e.g. 'fkrng {flag} 32'")
+        } else {
+            "missing COUNT: how many random bytes to write, e.g. 'fkrng 32'".to_owned()
         };
         return Err(Error::new(message));
     }
@@ -381,6 +427,10 @@ mod tests {
         assert_eq!(
             parse(&["--base64", "1KiB"]),
             write(Format::Base64, Some(1024))
+        );
+        assert_eq!(
+            parse(&["--base64url", "32"]),
+            write(Format::Base64Url, Some(32))
         );
         assert_eq!(parse(&["--raw"]), write(Format::Raw, None));
         assert_eq!(parse(&["--raw", "--", "8"]), write(Format::Raw, Some(8)));
@@ -515,18 +565,10 @@ mod tests {
         let e = parse(&[]).unwrap_err();
         assert!(e.message().contains("COUNT"), "{e}");
         assert!(!e.message().contains("--"), "names a flag not given: {e}");
-        assert!(
-            parse(&["--hex"])
-                .unwrap_err()
-                .message()
-                .starts_with("--hex ")
-        );
-        assert!(
-            parse(&["--base64"])
-                .unwrap_err()
-                .message()
-                .starts_with("--base64 ")
-        );
+        for flag in ["--hex", "--base64", "--base64url"] {
+            let e = parse(&[flag]).unwrap_err();
+            assert!(e.message().starts_with(&format!("{flag} ")), "{e}");
+        }
     }
 
     #[test]

@@ -3,16 +3,18 @@
 //! ```text
 //! fkrng --hex 32          # 64 hex digits and a newline (also: fkrng -hex 32)
 //! fkrng --base64 48       # 64 base64 characters and a newline
+//! fkrng --base64url 32    # 43 URL-safe base64 characters (no padding) and a newline
 //! fkrng --raw 1GiB > f    # raw bytes
 //! fkrng --raw | head -c 100   # raw bytes until stdout closes
 //! fkrng --raw --out key.bin 32   # a new 0600 file, replacing key.bin once complete
-//! fkrng 16                # hex, but only to a terminal (or /dev/null); else say the format
+//! fkrng 32 > key.bin      # raw bytes to a file, as openssl rand 32 writes them
+//! fkrng 16                # hex on a terminal (or /dev/null); a pipe needs a format flag
 //! ```
 //!
 //! Exit status: 0 on success (also when the reader closes the pipe early, and with stdout
 //! on `/dev/null`), 1 when the OS random source or the output fails (also when stdout was
-//! closed at start), 2 for bad arguments (also no format flag with an output that is not a
-//! terminal or `/dev/null`).
+//! closed at start), 2 for bad arguments (also no format flag with a pipe for stdout, and
+//! raw bytes for a terminal).
 
 mod args;
 mod file;
@@ -21,12 +23,13 @@ mod size;
 
 use args::{Command, Format, Request};
 use base64::Engine as _;
+use output::Kind;
 use std::io::{self, Write};
 use std::process::ExitCode;
 use zeroize::Zeroize;
 
-/// Random bytes written in chunks of this many raw bytes (a multiple of 3 for base64 and
-/// of 64 for the generator's direct path).
+/// Random bytes written in chunks of this many raw bytes (a multiple of 3, so that base64
+/// pads only the last chunk, and of 64 for the generator's direct path).
 const CHUNK: usize = 768 * 1024;
 
 /// Why a run failed: bad arguments (status 2) or a failed output or random source (1).
@@ -45,22 +48,20 @@ fn main() -> ExitCode {
     let result = args::parse_from(std::env::args_os())
         .map_err(Failure::Usage)
         .and_then(run);
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(Failure::Io(e)) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
-        Err(Failure::Io(e)) => {
-            eprintln!("fkrng: {e}");
-            ExitCode::FAILURE
-        }
-        Err(Failure::Usage(e)) => {
-            eprint!("{}", e.render());
-            ExitCode::from(2)
-        }
-    }
+    // The message is written as well as stderr allows (a full or closed stderr does not
+    // change the status).
+    let (status, message) = match result {
+        Ok(()) => return ExitCode::SUCCESS,
+        Err(Failure::Io(e)) if e.kind() == io::ErrorKind::BrokenPipe => return ExitCode::SUCCESS,
+        Err(Failure::Io(e)) => (ExitCode::FAILURE, format!("fkrng: {e}\n")),
+        Err(Failure::Usage(e)) => (ExitCode::from(2), e.render()),
+    };
+    let _ = io::stderr().write_all(message.as_bytes());
+    status
 }
 
 /// Carries out `command`: prints the text, or writes the random bytes to `--out`'s file or
-/// to stdout (hex without a format flag only when stdout is a terminal or `/dev/null`).
+/// to stdout in the format [`format_for`] chooses.
 fn run(command: Command) -> Result<(), Failure> {
     match command {
         Command::Print(text) => {
@@ -69,28 +70,40 @@ fn run(command: Command) -> Result<(), Failure> {
         }
         Command::Write(Request {
             format,
-            count,
-            out: Some(path),
-            ..
-        }) => {
-            let mut out = file::OutFile::create(&path)?;
-            stream(format, count, &mut out, &mut Buffers::new())?;
-            out.commit()?;
-        }
-        Command::Write(Request {
-            format,
             format_given,
             count,
-            out: None,
-        }) => {
-            let mut out = output::Stdout::open().map_err(output::stdout_error)?;
-            if !format_given && !out.shows_or_discards() {
-                return Err(Failure::Usage(args::Error::no_format()));
+            out,
+        }) => match out.map_or(Ok(file::Target::Stdout), |path| file::open(&path))? {
+            file::Target::Stdout => {
+                let mut out = output::Stdout::open().map_err(output::stdout_error)?;
+                let format = format_for(format, format_given, out.kind())?;
+                stream(format, count, &mut out, &mut Buffers::new())?;
             }
-            stream(format, count, &mut out, &mut Buffers::new())?;
-        }
+            file::Target::File(mut out) => {
+                let format = format_for(format, format_given, out.kind())?;
+                stream(format, count, &mut out, &mut Buffers::new())?;
+                out.commit()?;
+            }
+        },
     }
     Ok(())
+}
+
+/// The format to write to an output of `kind`: `format` when it was `given`; without a
+/// format flag, hex to a terminal or `/dev/null` and raw bytes to a regular file (as
+/// `openssl rand` writes there), and a refusal for anything else, so that a pipe into a
+/// shell variable never gets raw bytes. Raw bytes are never written to a terminal.
+fn format_for(format: Format, given: bool, kind: Kind) -> Result<Format, Failure> {
+    let format = match kind {
+        _ if given => format,
+        Kind::Terminal | Kind::Null => Format::Hex,
+        Kind::File => Format::Raw,
+        Kind::Other => return Err(Failure::Usage(args::Error::no_format())),
+    };
+    if format == Format::Raw && kind == Kind::Terminal {
+        return Err(Failure::Usage(args::Error::raw_to_terminal()));
+    }
+    Ok(format)
 }
 
 /// The two buffers of a run: `CHUNK` random bytes and their text form (hex needs two
@@ -152,8 +165,13 @@ fn stream(
                         text.zeroize();
                         written
                     }
-                    Format::Base64 => {
-                        let len = base64::engine::general_purpose::STANDARD
+                    Format::Base64 | Format::Base64Url => {
+                        let engine = if format == Format::Base64 {
+                            &base64::engine::general_purpose::STANDARD
+                        } else {
+                            &base64::engine::general_purpose::URL_SAFE_NO_PAD
+                        };
+                        let len = engine
                             .encode_slice(&*random, &mut buffers.text)
                             .expect("text buffer holds 4/3 of a chunk");
                         let text = &mut buffers.text[..len];
@@ -203,7 +221,7 @@ mod tests {
     /// hold only zeros, while what was written was not zero.
     #[test]
     fn buffers_are_zeroed_after_writes_and_failed_writes() {
-        for format in [Format::Hex, Format::Base64, Format::Raw] {
+        for format in [Format::Hex, Format::Base64, Format::Base64Url, Format::Raw] {
             for (count, fail_after) in [(1000u64, usize::MAX), (2 * CHUNK as u64, 1 << 20)] {
                 let mut sink = Sink {
                     got: Vec::new(),
@@ -227,7 +245,7 @@ mod tests {
 
     #[test]
     fn count_zero_writes_nothing() {
-        for format in [Format::Hex, Format::Base64, Format::Raw] {
+        for format in [Format::Hex, Format::Base64, Format::Base64Url, Format::Raw] {
             let mut sink = Sink {
                 got: Vec::new(),
                 fail_after: usize::MAX,

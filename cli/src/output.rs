@@ -106,11 +106,9 @@ impl Stdout {
         Ok(Self { file })
     }
 
-    /// Whether stdout is a terminal or `/dev/null`: where hex, the format without a flag,
-    /// leaves nothing behind that differs from what `openssl rand` would have written.
-    pub fn shows_or_discards(&self) -> bool {
-        use std::io::IsTerminal;
-        self.file.is_terminal() || is_dev_null(&self.file).unwrap_or(false)
+    /// What stdout is.
+    pub fn kind(&self) -> Kind {
+        kind_of(&self.file)
     }
 
     /// Blocks until the descriptor is writable (or has an error or hang-up, which the next
@@ -161,22 +159,43 @@ pub fn stdout_error(e: io::Error) -> io::Error {
     io::Error::new(e.kind(), format!("standard output: {e}"))
 }
 
-/// Whether `file` is the `/dev/null` character device.
-fn is_dev_null(file: &File) -> io::Result<bool> {
-    let meta = file.metadata()?;
-    if !meta.file_type().is_char_device() {
-        return Ok(false);
+/// What an output is, as far as the choice of format goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// A terminal: it shows text and never gets raw bytes.
+    Terminal,
+    /// The `/dev/null` device: it keeps nothing.
+    Null,
+    /// A regular file.
+    File,
+    /// Anything else: a pipe (also a shell's command substitution), a socket, a device.
+    Other,
+}
+
+/// What `file` is; one whose type cannot be read is [`Kind::Other`].
+pub fn kind_of(file: &File) -> Kind {
+    use std::io::IsTerminal;
+    if file.is_terminal() {
+        return Kind::Terminal;
     }
-    let Ok(null) = std::fs::metadata("/dev/null") else {
-        return Ok(false);
-    };
-    Ok(null.file_type().is_char_device() && meta.rdev() == null.rdev())
+    match file.metadata() {
+        Ok(meta) if meta.is_file() => Kind::File,
+        Ok(meta) if is_dev_null(&meta) => Kind::Null,
+        _ => Kind::Other,
+    }
+}
+
+/// Whether `meta` is that of the `/dev/null` character device.
+fn is_dev_null(meta: &std::fs::Metadata) -> bool {
+    let null = std::fs::metadata("/dev/null");
+    meta.file_type().is_char_device()
+        && null.is_ok_and(|n| n.file_type().is_char_device() && n.rdev() == meta.rdev())
 }
 
 /// Whether `file` is `/dev/null` opened read-write: the runtime's stand-in for a closed
 /// standard descriptor (and what launchers that discard output open).
 fn is_runtime_dev_null(file: &File) -> io::Result<bool> {
-    if !is_dev_null(file)? {
+    if !is_dev_null(&file.metadata()?) {
         return Ok(false);
     }
     // SAFETY: F_GETFL on a descriptor this function borrows; no pointers are passed.

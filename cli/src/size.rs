@@ -35,8 +35,8 @@ pub const SUFFIXES: [(&str, u64); 21] = [
 /// `u64` and in `usize`.
 ///
 /// # Errors
-/// A short one-line message for empty input, signs, fractions, unknown suffixes and counts
-/// too large for this platform.
+/// A short one-line message for empty input, signs, a character that is neither a digit
+/// nor part of a suffix (named), unknown suffixes and counts too large for this platform.
 pub fn parse_count(text: &str) -> Result<u64, String> {
     if text.is_empty() {
         return Err("empty count".into());
@@ -50,8 +50,13 @@ pub fn parse_count(text: &str) -> Result<u64, String> {
             "{text:?} is not a byte count (expected digits, e.g. 32 or 1MiB)"
         ));
     }
-    if suffix.starts_with(['.', ',']) {
-        return Err(format!("{text:?}: counts are whole bytes, not fractions"));
+    if let Some(c) = suffix.chars().next().filter(|c| !c.is_ascii_alphabetic()) {
+        let why = if c == '.' {
+            "counts are whole bytes, not fractions"
+        } else {
+            "a count is digits and an optional suffix, e.g. 1000 or 1KiB"
+        };
+        return Err(format!("{text:?}: {c:?} cannot be in a count; {why}"));
     }
     let unit = match suffix {
         "EB" => 1_000_000_000_000_000_000,

@@ -59,8 +59,8 @@ fn no_format_to_a_pipe_is_refused() {
         let lines: Vec<&str> = err.lines().filter(|l| !l.is_empty()).collect();
         assert_eq!(
             lines[0],
-            "error: no format given and stdout is not a terminal; say --raw for raw bytes \
-             (what openssl rand writes) or --hex",
+            "error: no format given and stdout is not a terminal or a file; say --raw for \
+             raw bytes (what openssl rand writes) or --hex",
             "{args:?}"
         );
         assert_eq!(lines.len(), 3, "{err}");
@@ -68,14 +68,14 @@ fn no_format_to_a_pipe_is_refused() {
     }
 }
 
-/// A pseudo-terminal: the controlling side and the terminal's own side.
-fn pty() -> (std::fs::File, std::fs::File) {
+/// A pseudo-terminal: the controlling side and the path of the terminal's own side.
+fn pty() -> (std::fs::File, String) {
     use std::ffi::CStr;
     use std::os::fd::FromRawFd;
     // SAFETY: posix_openpt returns a new descriptor (owned by the File below) or -1;
     // grantpt/unlockpt/ptsname_r act on that descriptor, ptsname_r writing at most
     // `name.len()` bytes into `name`, which stays alive for the call.
-    let (master, slave_name) = unsafe {
+    unsafe {
         let fd = libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY);
         assert!(fd >= 0, "posix_openpt: {}", std::io::Error::last_os_error());
         let master = std::fs::File::from_raw_fd(fd);
@@ -85,24 +85,22 @@ fn pty() -> (std::fs::File, std::fs::File) {
         assert_eq!(libc::ptsname_r(fd, name.as_mut_ptr(), name.len()), 0);
         let name = CStr::from_ptr(name.as_ptr()).to_str().unwrap().to_owned();
         (master, name)
-    };
-    let slave = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(slave_name)
-        .expect("open the terminal side");
-    (master, slave)
+    }
 }
 
-/// Without a format flag, a terminal gets hex: 32 digits for 16 bytes, then the newline
-/// (which the terminal shows as CR LF).
-#[test]
-fn no_format_to_a_terminal_is_hex() {
-    let (mut master, slave) = pty();
+/// Runs fkrng with `args` (in which `{tty}` stands for the terminal's path) and a fresh
+/// pseudo-terminal as stdout: its status, its stderr and what reached the terminal.
+fn on_terminal(args: &[&str]) -> (ExitStatus, String, Vec<u8>) {
+    let (mut master, name) = pty();
+    let terminal = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&name)
+        .expect("open the terminal side");
     let mut child = tool()
-        .arg("16")
+        .args(args.iter().map(|a| a.replace("{tty}", &name)))
         .stdin(Stdio::null())
-        .stdout(slave)
+        .stdout(terminal)
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn fkrng");
@@ -114,9 +112,8 @@ fn no_format_to_a_terminal_is_hex() {
         .unwrap()
         .read_to_string(&mut err)
         .unwrap();
-    assert_eq!(status.code(), Some(0), "{err}");
-    // The terminal side is closed now: the controlling side reads what is buffered, then
-    // fails with EIO.
+    // No one holds the terminal side open now: the controlling side reads what is
+    // buffered, then fails with EIO.
     let mut got = Vec::new();
     let mut buf = [0u8; 256];
     loop {
@@ -127,6 +124,15 @@ fn no_format_to_a_terminal_is_hex() {
             Err(e) => panic!("read the terminal: {e}"),
         }
     }
+    (status, err, got)
+}
+
+/// Without a format flag, a terminal gets hex: 32 digits for 16 bytes, then the newline
+/// (which the terminal shows as CR LF).
+#[test]
+fn no_format_to_a_terminal_is_hex() {
+    let (status, err, got) = on_terminal(&["16"]);
+    assert_eq!(status.code(), Some(0), "{err}");
     let text = std::str::from_utf8(&got).expect("text");
     assert_eq!(text.len(), 34, "{text:?}");
     assert!(text.ends_with("\r\n"), "{text:?}");
@@ -136,6 +142,64 @@ fn no_format_to_a_terminal_is_hex() {
             .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()),
         "{text:?}"
     );
+}
+
+/// Raw bytes never reach a terminal: `--raw` with or without a COUNT, on stdout or named by
+/// `--out`, is refused with status 2 and nothing written. (Were it not, the endless `--raw`
+/// would fill the terminal and never exit, and the guard in `wait_or_kill` would fail.)
+#[test]
+fn raw_bytes_never_go_to_a_terminal() {
+    for args in [
+        &["--raw"][..],
+        &["--raw", "16"],
+        &["-raw", "1"],
+        &["--raw", "--out", "{tty}", "16"],
+        &["--raw", "--out", "-", "16"],
+        &["--raw", "--out", "/dev/stdout", "16"],
+    ] {
+        let (status, err, got) = on_terminal(args);
+        assert_eq!(status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(
+            err.lines().next().unwrap_or_default(),
+            "error: raw bytes are not written to a terminal; say --hex or --base64, or send \
+             the output to a file or pipe",
+            "{args:?}"
+        );
+        assert!(got.is_empty(), "{args:?} wrote {got:?} to the terminal");
+    }
+    // Text still goes there through --out.
+    let (status, err, got) = on_terminal(&["--hex", "--out", "{tty}", "4"]);
+    assert_eq!(status.code(), Some(0), "{err}");
+    assert_eq!(got.len(), 10, "{got:?}");
+}
+
+/// Without a format flag, a regular file as stdout gets the raw bytes, as `openssl rand 32
+/// > key.bin` writes them: also a file opened for appending, whose bytes stay in front.
+#[test]
+fn no_format_to_a_regular_file_is_raw() {
+    let dir = scratch_dir("stdout-file");
+    let path = dir.join("key.bin");
+    for count in [32usize, 1 << 20] {
+        let out = tool()
+            .arg(count.to_string())
+            .stdin(Stdio::null())
+            .stdout(std::fs::File::create(&path).unwrap())
+            .output()
+            .expect("run fkrng");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{count}: {err}");
+        assert!(err.is_empty(), "{err}");
+        let bytes = std::fs::read(&path).unwrap();
+        assert_eq!(bytes.len(), count);
+        assert!(bytes.iter().any(|b| !b.is_ascii_hexdigit()), "hex, not raw");
+    }
+    std::fs::write(&path, b"before\n").unwrap();
+    let (status, err) = fkrng_redirected(&format!(">> '{}'", path.display()), &["16"]);
+    assert_eq!(status.code(), Some(0), "{err}");
+    let bytes = std::fs::read(&path).unwrap();
+    assert_eq!(bytes.len(), 7 + 16);
+    assert_eq!(&bytes[..7], b"before\n");
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -161,6 +225,41 @@ fn base64_lengths() {
         let pad = body.bytes().rev().take_while(|&b| b == b'=').count();
         assert_eq!(pad, (3 - n % 3) % 3, "--base64 {n}");
     }
+}
+
+/// `--base64url`: the URL-safe alphabet (`-` and `_`, never `+`, `/` or `=`), no padding, so
+/// 4n/3 characters rounded up (43 for 32 bytes, as Python's `secrets.token_urlsafe(32)`),
+/// then a newline; also across chunks.
+#[test]
+fn base64url_lengths_and_alphabet() {
+    for (n, chars) in [
+        (1usize, 2usize),
+        (2, 3),
+        (3, 4),
+        (32, 43),
+        (48, 64),
+        (49, 66),
+        (1_600_000, 2_133_334),
+    ] {
+        let out = fkrng(&["--base64url", &n.to_string()]);
+        assert_eq!(out.status.code(), Some(0), "--base64url {n}");
+        let text = stdout_text(&out);
+        assert_eq!(text.len(), chars + 1, "--base64url {n}");
+        assert!(text.ends_with('\n'));
+        let body = &text[..chars];
+        assert!(
+            body.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'),
+            "--base64url {n}: {body:.80}"
+        );
+        if n == 1_600_000 {
+            assert!(body.contains('-') && body.contains('_'));
+        }
+    }
+    let out = fkrng(&["--base64url"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.starts_with("error: --base64url needs a COUNT"), "{err}");
 }
 
 #[test]
@@ -236,6 +335,7 @@ fn bad_input_is_a_short_error_with_status_2() {
         &["--frobnicate"],                  // unknown flag
         &["--hex", "--base64", "8"],        // two formats at once
         &["--hex", "--raw", "8"],           // two formats at once
+        &["--base64", "--base64url", "8"],  // two formats at once
         &["--hex"],                         // missing count
         &["--hex", "8", "9"],               // extra argument
         &[],                                // no COUNT at all
@@ -263,6 +363,31 @@ fn bad_input_is_a_short_error_with_status_2() {
         assert_eq!(lines.len(), 3, "{args:?}: {err}");
         assert!(lines[1].starts_with("Usage: fkrng "), "{args:?}: {err}");
         assert_eq!(lines[2], "For more information, try '--help'.", "{args:?}");
+    }
+}
+
+/// A count with a character that is neither a digit nor part of a suffix is refused with a
+/// message that names the character (a thousands separator is not called a fraction).
+#[test]
+fn bad_count_names_the_character() {
+    let rest = "cannot be in a count; a count is digits and an optional suffix, e.g. 1000 or 1KiB";
+    for (count, message) in [
+        ("1,000", format!("\"1,000\": ',' {rest}")),
+        ("1 KiB", format!("\"1 KiB\": ' ' {rest}")),
+        ("2_000", format!("\"2_000\": '_' {rest}")),
+        (
+            "1.5",
+            "\"1.5\": '.' cannot be in a count; counts are whole bytes, not fractions".into(),
+        ),
+    ] {
+        let out = fkrng(&["--hex", count]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{count}: {err}");
+        assert!(out.stdout.is_empty(), "{count}");
+        assert_eq!(
+            err.lines().next().unwrap_or_default(),
+            format!("error: invalid value '{count}' for '[COUNT]': {message}"),
+        );
     }
 }
 
@@ -383,6 +508,31 @@ fn closed_stdout_is_an_error() {
         assert_eq!(status.code(), Some(1), "{args:?} >&-: {err}");
         assert!(err.contains("Bad file descriptor"), "{args:?} >&-: {err}");
         assert_eq!(err.lines().count(), 1, "{args:?} >&-: {err}");
+    }
+}
+
+/// A stderr that cannot take the message (`/dev/full`) does not turn an error into a panic:
+/// the status stays 2 for bad arguments and 1 for a failed output.
+#[test]
+fn full_stderr_keeps_the_status() {
+    for (args, status) in [
+        (&["--nope"][..], 2),
+        (&["16"], 2),
+        (&["--raw", "--out", "/dev/full", "8"], 1),
+    ] {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .expect("open /dev/full");
+        let out = tool()
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(full)
+            .output()
+            .expect("run fkrng");
+        assert_eq!(out.status.code(), Some(status), "{args:?}");
+        assert!(out.stdout.is_empty(), "{args:?}");
     }
 }
 
@@ -542,6 +692,7 @@ fn help_explains_every_option() {
     for needle in [
         "--hex",
         "--base64",
+        "--base64url",
         "--raw",
         "COUNT",
         "KiB",
@@ -641,26 +792,150 @@ fn out_writes_a_0600_file() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// An existing file is replaced by a new one (another inode, mode 0600 though the old
-/// one had 0644), holding only the new bytes.
+/// The user and group the tests give files to, and run the tool as, when they run as root:
+/// nobody and nogroup (65534).
+const NOBODY: u32 = 65534;
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// An existing file is replaced by a new one (another inode) holding only the new bytes,
+/// with the old file's owner, group and mode, as `openssl rand -out` keeps them: modes
+/// 0640, 0604 and 02750 and, when the tests run as root, owner nobody:nogroup.
 #[test]
-fn out_replaces_an_existing_file_whole() {
+fn out_replaces_an_existing_file_keeping_owner_group_and_mode() {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
     let dir = scratch_dir("replace");
     let path = dir.join("key.bin");
-    std::fs::write(&path, vec![b'x'; 4096]).unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
-    let old = std::fs::metadata(&path).unwrap();
-    let out = fkrng(&["--raw", "--out", path.to_str().unwrap(), "32"]);
-    assert_eq!(out.status.code(), Some(0), "{out:?}");
-    let new = std::fs::metadata(&path).unwrap();
-    assert_ne!(new.ino(), old.ino());
-    assert_eq!(new.permissions().mode() & 0o777, 0o600);
-    let bytes = std::fs::read(&path).unwrap();
-    assert_eq!(bytes.len(), 32);
-    assert_ne!(bytes, vec![b'x'; 32]);
+    for mode in [0o640, 0o604, 0o2750] {
+        std::fs::write(&path, vec![b'x'; 4096]).unwrap();
+        if is_root() {
+            std::os::unix::fs::chown(&path, Some(NOBODY), Some(NOBODY)).unwrap();
+        }
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+        let old = std::fs::metadata(&path).unwrap();
+        let out = fkrng(&["--raw", "--out", path.to_str().unwrap(), "32"]);
+        assert_eq!(out.status.code(), Some(0), "{mode:o}: {out:?}");
+        let new = std::fs::metadata(&path).unwrap();
+        assert_ne!(new.ino(), old.ino(), "{mode:o}");
+        assert_eq!(
+            (new.uid(), new.gid(), new.mode() & 0o7777),
+            (old.uid(), old.gid(), mode),
+            "{mode:o}"
+        );
+        let bytes = std::fs::read(&path).unwrap();
+        assert_eq!(bytes.len(), 32);
+        assert_ne!(bytes, vec![b'x'; 32]);
+        assert_eq!(names_in(&dir), ["key.bin"]);
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A file the tool may write but whose owner it cannot give a replacement (root's, writable
+/// by the group nogroup, written by nobody) is refused before anything is written: status
+/// 1, a message naming the file and the owner, the file as it was, no temporary file left.
+/// Only root can set this up; as another user the test says so and checks nothing.
+#[test]
+fn out_refuses_a_file_whose_owner_it_cannot_keep() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    use std::os::unix::process::CommandExt;
+    if !is_root() {
+        println!("not root: cannot make a file another user may write; skipping");
+        return;
+    }
+    let dir = scratch_dir("not-mine");
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let path = dir.join("shared.key");
+    std::fs::write(&path, b"old key\n").unwrap();
+    std::os::unix::fs::chown(&path, Some(0), Some(NOBODY)).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o660)).unwrap();
+    let out = tool()
+        .args(["--raw", "--out", path.to_str().unwrap(), "32"])
+        .uid(NOBODY)
+        .gid(NOBODY)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run fkrng");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(
+        err,
+        format!(
+            "fkrng: {}: a replacement cannot keep its owner and group 0:{NOBODY}: Operation \
+             not permitted (os error 1)\n",
+            path.display()
+        )
+    );
+    assert_eq!(std::fs::read(&path).unwrap(), b"old key\n");
+    let meta = std::fs::metadata(&path).unwrap();
+    assert_eq!(
+        (meta.uid(), meta.gid(), meta.mode() & 0o7777),
+        (0, NOBODY, 0o660)
+    );
+    assert_eq!(names_in(&dir), ["shared.key"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A file the user may write in a directory they may not: the message names the directory
+/// where the temporary file could not be made, and the file is left as it was. (Root may
+/// write anywhere, so as root the tool runs as nobody, on a file of nobody's.)
+#[test]
+fn out_in_a_read_only_directory_names_the_directory() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    let dir = scratch_dir("read-only");
+    let path = dir.join("key.bin");
+    std::fs::write(&path, b"old key\n").unwrap();
+    let mut command = tool();
+    if is_root() {
+        std::os::unix::fs::chown(&path, Some(NOBODY), Some(NOBODY)).unwrap();
+        command.uid(NOBODY).gid(NOBODY);
+    }
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o555)).unwrap();
+    let out = command
+        .args(["--raw", "--out", path.to_str().unwrap(), "32"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run fkrng");
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(
+        err,
+        format!(
+            "fkrng: {}: cannot create a temporary file in {}: Permission denied (os error 13)\n",
+            path.display(),
+            std::fs::canonicalize(&dir).unwrap().display()
+        )
+    );
+    assert_eq!(std::fs::read(&path).unwrap(), b"old key\n");
     assert_eq!(names_in(&dir), ["key.bin"]);
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `--out /proc/version`, a regular file that exists in a directory where no file can be
+/// made: the message names what failed, opening the file for writing (as a user who may
+/// not) or, as root, creating the temporary file in /proc, not the file as missing.
+#[test]
+fn out_to_proc_version_names_what_failed() {
+    let path = "/proc/version";
+    if !std::path::Path::new(path).is_file() {
+        println!("no {path}; skipping");
+        return;
+    }
+    let expected = match std::fs::OpenOptions::new().write(true).open(path) {
+        Err(e) => format!("fkrng: {path}: {e}\n"),
+        Ok(_) => format!(
+            "fkrng: {path}: cannot create a temporary file in /proc: No such file or directory \
+             (os error 2)\n"
+        ),
+    };
+    let out = fkrng(&["--raw", "--out", path, "8"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(err, expected);
 }
 
 /// `--out` through a symbolic link writes the link's target and keeps the link: a link to
@@ -741,8 +1016,12 @@ fn failed_out_write_leaves_the_old_file() {
 fn unwritable_out_is_an_error_naming_the_path() {
     let dir = scratch_dir("unwritable");
     let missing = dir.join("no-such-dir").join("key.bin");
+    let no_dir = format!(
+        "cannot create a temporary file in {}: No such file or directory",
+        dir.join("no-such-dir").display()
+    );
     for (path, reason) in [
-        (missing.to_str().unwrap(), "No such file or directory"),
+        (missing.to_str().unwrap(), no_dir.as_str()),
         (dir.to_str().unwrap(), "Is a directory"),
         ("/dev/full", "No space left on device"),
     ] {
@@ -757,6 +1036,87 @@ fn unwritable_out_is_an_error_naming_the_path() {
         assert_eq!(err.lines().count(), 1, "{err}");
     }
     assert!(names_in(&dir).is_empty(), "{:?}", names_in(&dir));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Runs `script` with `sh -c` in `dir`, where the command `fkrng` runs the tool (behind the
+/// emulator, if any): the shell's status and stderr.
+fn shell(dir: &std::path::Path, script: &str) -> (ExitStatus, String) {
+    let runner = fkrng_test_support::runner::emulator();
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!("fkrng() {{ {runner} \"$0\" \"$@\"; }}; {script}"))
+        .arg(env!("CARGO_BIN_EXE_fkrng"))
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run sh");
+    (
+        out.status,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// `--out` naming the file the tool's stdout (or stderr) is on writes through that
+/// descriptor, as a redirection would: what the caller wrote before and after stays, in
+/// order, around the key, and the status is 0.
+#[test]
+fn out_to_the_file_stdout_is_on_keeps_what_surrounds_it() {
+    let dir = scratch_dir("stdout-is-out");
+    for (out, redirect) in [
+        ("/dev/stdout", "> log"),
+        ("/dev/fd/1", "> log"),
+        ("log", ">> log"),
+        ("/dev/stderr", "2> log"),
+    ] {
+        let fd = if redirect.starts_with('2') { ">&2" } else { "" };
+        std::fs::write(dir.join("log"), b"").unwrap();
+        let (status, err) = shell(
+            &dir,
+            &format!(
+                "( echo before {fd}; fkrng --hex --out {out} 8; echo \"status $?\" {fd}; \
+                 echo after {fd} ) {redirect}"
+            ),
+        );
+        assert!(status.success(), "{out}: {err}");
+        let log = std::fs::read_to_string(dir.join("log")).unwrap();
+        let lines: Vec<&str> = log.lines().collect();
+        assert_eq!(lines.len(), 4, "{out} {redirect}: {log:?} {err}");
+        assert_eq!(lines[0], "before", "{out}: {log:?}");
+        assert_eq!(lines[1].len(), 16, "{out}: {log:?}");
+        assert!(lines[1].bytes().all(|b| b.is_ascii_hexdigit()), "{log:?}");
+        assert_eq!(lines[2..], ["status 0", "after"], "{out}: {log:?}");
+        assert_eq!(names_in(&dir), ["log"], "{out}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `--out -` (and `-out -`) is standard output: the text arrives there and no file named
+/// `-` is made.
+#[test]
+fn out_dash_is_stdout() {
+    let dir = scratch_dir("dash");
+    for args in [
+        &["--hex", "--out", "-", "8"][..],
+        &["-base64", "-out", "-", "3"],
+    ] {
+        let out = tool()
+            .args(args)
+            .current_dir(&dir)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run fkrng");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+        let text = stdout_text(&out);
+        assert_eq!(
+            text.len(),
+            if args[0] == "--hex" { 17 } else { 5 },
+            "{text:?}"
+        );
+        assert!(text.ends_with('\n'), "{text:?}");
+        assert!(names_in(&dir).is_empty(), "{args:?}: {:?}", names_in(&dir));
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
