@@ -3,6 +3,10 @@
 #   C ABI (ffi/, libfkrng_ffi.a and libfkrng_ffi.so):
 #     - a fully static C program (libfkrng_ffi.a and glibc's libc.a): fills of 1 to 2048
 #       bytes, EINVAL, integers, arc4random_uniform, a forked child, a second thread;
+#     - errno left as the caller set it by every call that succeeds: the process's first
+#       call (the VMClock probe), reseeds, the reads after them, a new thread and a forked
+#       child, once plainly and once with getrandom failing with ENOSYS (strace fault
+#       injection: the /dev/urandom fallback);
 #     - every getrandom system call failing (strace fault injection): -1 and EIO, the
 #       buffer untouched, and a one-line message and SIGABRT from the void functions;
 #     - a C program that dlopens libfkrng_ffi.so (no static-TLS failure) and dlcloses it;
@@ -86,6 +90,14 @@ file -L "$work/static_test" | grep -q 'statically linked' ||
 [[ $(nm "$work/static_test" | grep -c ' T arc4random_buf$') == 1 ]] ||
   { echo "ffi: FAILED: static_test holds more than one arc4random_buf" >&2; exit 1; }
 "$work/static_test"
+
+echo "-- errno unchanged by calls that succeed (plainly, and with getrandom failing with ENOSYS)"
+cc "${cflags[@]}" ffi/tests/c/errno_test.c "$lib/libfkrng_ffi.a" -lpthread -ldl -lm \
+  -o "$work/errno_test"
+"$work/errno_test" >"$work/errno_test.log" || { cat "$work/errno_test.log"; exit 1; }
+strace -f -qq -o /dev/null -e trace=getrandom -e inject=getrandom:error=ENOSYS \
+  "$work/errno_test" >"$work/errno_test.enosys.log" || { cat "$work/errno_test.enosys.log"; exit 1; }
+tail -n 1 "$work/errno_test.log"
 
 echo "-- every getrandom system call failing with EIO (strace -e inject)"
 cc "${cflags[@]}" ffi/tests/c/fail_test.c "$lib/libfkrng_ffi.a" -lpthread -ldl -lm \
