@@ -6,8 +6,6 @@ fn main() {
     let cipher = Aes256Gcm::new(&Key::<Aes256Gcm>::generate_from_rng(&mut rng));
     let nonce = Nonce::<Aes256Gcm>::generate_from_rng(&mut rng);
     let sealed = cipher.encrypt(&nonce, b"hello".as_ref()).expect("seal");
-    assert_eq!(
-        cipher.decrypt(&nonce, sealed.as_ref()).expect("open"),
-        b"hello"
-    );
+    let opened = cipher.decrypt(&nonce, sealed.as_ref()).expect("open");
+    assert_eq!(opened, b"hello");
 }

@@ -5,7 +5,5 @@ fn main() {
         secure_random: &fkrng::RustlsRandom,
         ..ring::default_provider()
     };
-    provider
-        .install_default()
-        .expect("no provider installed yet");
+    provider.install_default().expect("the first provider");
 }

@@ -3,12 +3,16 @@
 #   C ABI (ffi/, libfkrng_ffi.a and libfkrng_ffi.so):
 #     - a fully static C program (libfkrng_ffi.a and glibc's libc.a): fills of 1 to 2048
 #       bytes, EINVAL, integers, arc4random_uniform, a forked child, a second thread;
+#     - errno left as the caller set it by every call that succeeds: the process's first
+#       call (the VMClock probe), reseeds, the reads after them, a new thread and a forked
+#       child, once plainly and once with getrandom failing with ENOSYS (strace fault
+#       injection: the /dev/urandom fallback);
 #     - every getrandom system call failing (strace fault injection): -1 and EIO, the
 #       buffer untouched, and a one-line message and SIGABRT from the void functions;
 #     - a C program that dlopens libfkrng_ffi.so (no static-TLS failure) and dlcloses it;
 #     - a read abandoned by a signal handler's siglongjmp: the thread that takes its state
 #       next makes at most 20 getrandom system calls for 100,000 reads;
-#     - Python ctypes;
+#     - Python ctypes; README's C example (linked statically and shared) and Python example;
 #     - an unmodified C program making 1,000,000 arc4random_buf(16) calls under
 #       LD_PRELOAD=libfkrng_ffi.so and strace: at most 20 getrandom system calls.
 #   getrandom backend (ffi/getrandom-check/, a workspace of its own, built twice in its own
@@ -88,6 +92,14 @@ file -L "$work/static_test" | grep -q 'statically linked' ||
   { echo "ffi: FAILED: static_test holds more than one arc4random_buf" >&2; exit 1; }
 "$work/static_test"
 
+echo "-- errno unchanged by calls that succeed (plainly, and with getrandom failing with ENOSYS)"
+cc "${cflags[@]}" ffi/tests/c/errno_test.c "$lib/libfkrng_ffi.a" -lpthread -ldl -lm \
+  -o "$work/errno_test"
+"$work/errno_test" >"$work/errno_test.log" || { cat "$work/errno_test.log"; exit 1; }
+strace -f -qq -o /dev/null -e trace=getrandom -e inject=getrandom:error=ENOSYS \
+  "$work/errno_test" >"$work/errno_test.enosys.log" || { cat "$work/errno_test.enosys.log"; exit 1; }
+tail -n 1 "$work/errno_test.log"
+
 echo "-- every getrandom system call failing with EIO (strace -e inject)"
 cc "${cflags[@]}" ffi/tests/c/fail_test.c "$lib/libfkrng_ffi.a" -lpthread -ldl -lm \
   -o "$work/fail_test"
@@ -132,6 +144,25 @@ _, status = os.waitpid(pid, 0)
 assert os.waitstatus_to_exitcode(status) == 0
 print("ctypes: fills, EINVAL, 1000 distinct u64, arc4random_uniform(6), fork: ok")
 EOF
+
+echo "-- README's C example (static and shared) and its Python example"
+# The blocks as README shows them; the Python one loads this run's library.
+awk '/^```c$/ { f = 1; next } /^```$/ { f = 0 } f' README.md >"$work/readme_example.c"
+awk '/^```python$/ { f = 1; next } /^```$/ { f = 0 } f' README.md >"$work/readme_example.py"
+[[ -s $work/readme_example.c && -s $work/readme_example.py ]] ||
+  { echo "ffi: FAILED: README.md has no C or no Python block" >&2; exit 1; }
+# Its static link line names the libraries the header asks for, as the one below does.
+grep -qF 'libfkrng_ffi.a -lpthread -ldl -lm' "$work/readme_example.c" ||
+  { echo "ffi: FAILED: README's static link line lacks -lpthread -ldl -lm" >&2; exit 1; }
+grep -qF '"target/release/libfkrng_ffi.so"' "$work/readme_example.py" ||
+  { echo "ffi: FAILED: README's Python example loads another path" >&2; exit 1; }
+cc "${cflags[@]}" "$work/readme_example.c" "$lib/libfkrng_ffi.a" -lpthread -ldl -lm \
+  -o "$work/readme_example_static"
+cc "${cflags[@]}" "$work/readme_example.c" -L"$lib" -lfkrng_ffi -o "$work/readme_example_shared"
+"$work/readme_example_static"
+LD_LIBRARY_PATH=$lib "$work/readme_example_shared"
+sed "s|\"target/release/libfkrng_ffi.so\"|\"$so\"|" "$work/readme_example.py" |
+  python3 - || { echo "ffi: FAILED: README's Python example" >&2; exit 1; }
 
 echo "-- a read abandoned by siglongjmp slows only its own thread"
 # The second thread takes the slot of the first, whose read a signal handler jumped out

@@ -16,6 +16,11 @@
  * async-signal-safe (glibc allocates to register the thread-exit destructor). Call once
  * on each thread that may run such a handler.
  *
+ * errno: a call that succeeds leaves errno as it was before the call (the system calls
+ * made inside, such as the probe for the VMClock device at a process's first seeding, may
+ * fail on the way; their errno is not passed on), so a signal handler may call any of these
+ * functions without saving errno itself.
+ *
  * Errors: fkrng_fill and fkrng_reseed return -1 and set errno. The functions without an
  * error return (fkrng_u32, fkrng_u64, arc4random_buf, arc4random, arc4random_uniform)
  * abort the process with a one-line message on stderr when the kernel's random source
@@ -34,7 +39,7 @@ extern "C" {
 
 /*
  * Fills len bytes at buf with random bytes.
- * Returns 0, or -1 with errno set and nothing written to buf:
+ * Returns 0 (errno unchanged), or -1 with errno set and nothing written to buf:
  *   EINVAL  buf is NULL while len is not 0, or len exceeds PTRDIFF_MAX;
  *   the kernel's error number (EIO if there is none) when the random source fails at a
  *   (re)seeding. The next call tries the kernel again.
@@ -50,8 +55,8 @@ uint64_t fkrng_u64(void);
 
 /*
  * Reseeds the calling thread's generator now with 32 bytes from the kernel.
- * Returns 0, or -1 with errno set (the kernel's error number, EIO if there is none); on
- * error the thread keeps its current key.
+ * Returns 0 (errno unchanged), or -1 with errno set (the kernel's error number, EIO if
+ * there is none); on error the thread keeps its current key.
  */
 int fkrng_reseed(void);
 

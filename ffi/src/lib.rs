@@ -14,6 +14,12 @@
 //! random source fails only when the kernel has neither `getrandom(2)` nor a readable
 //! `/dev/urandom` (or a seccomp filter refuses both).
 //!
+//! A call that succeeds leaves `errno` as the caller had it. System calls made on the way
+//! set it (the VMClock device probe at a process's first seeding fails with `ENOENT` on
+//! most machines; the `/dev/urandom` fallback follows an `ENOSYS`), so every function puts
+//! the caller's value back before it returns, and sets `errno` only when it reports a
+//! failure.
+//!
 //! Linux and Android only: elsewhere the C library has its own `arc4random` family.
 
 #[cfg(not(any(target_os = "linux", target_os = "android")))]
@@ -22,18 +28,41 @@ compile_error!("fkrng-ffi builds for Linux and Android only");
 use core::ffi::{c_int, c_void};
 use core::fmt::Write as _;
 
+/// The calling thread's `errno` variable.
+#[cfg(target_os = "linux")]
+#[inline(always)]
+fn errno_location() -> *mut c_int {
+    // SAFETY: `__errno_location` has no preconditions; it returns this thread's `errno`.
+    unsafe { libc::__errno_location() }
+}
+
+/// The calling thread's `errno` variable.
+#[cfg(target_os = "android")]
+#[inline(always)]
+fn errno_location() -> *mut c_int {
+    // SAFETY: `__errno` has no preconditions; it returns this thread's `errno`.
+    unsafe { libc::__errno() }
+}
+
 /// Sets the calling thread's `errno`.
 fn set_errno(code: c_int) {
-    #[cfg(target_os = "linux")]
-    // SAFETY: `__errno_location` returns a valid pointer to this thread's `errno`.
-    unsafe {
-        *libc::__errno_location() = code
-    };
-    #[cfg(target_os = "android")]
-    // SAFETY: `__errno` returns a valid pointer to this thread's `errno`.
-    unsafe {
-        *libc::__errno() = code
-    };
+    // SAFETY: the pointer is this thread's `errno`, valid for the thread's lifetime.
+    unsafe { *errno_location() = code };
+}
+
+/// Runs `f` and then gives `errno` back the value it had before: what the system calls
+/// inside `f` left there (a failed `open` of the VMClock device, say) must not reach a
+/// caller whose call succeeded. A call that fails sets `errno` after this returns.
+#[inline(always)]
+fn keeping_errno<R>(f: impl FnOnce() -> R) -> R {
+    let errno = errno_location();
+    // SAFETY: `errno` is this thread's `errno`, valid for the thread's lifetime; `f` runs
+    // on this thread (a forked child continues on the same thread, at the same address).
+    let saved = unsafe { *errno };
+    let r = f();
+    // SAFETY: as above.
+    unsafe { *errno = saved };
+    r
 }
 
 /// The `errno` value for an fkrng error: its OS error number, `EIO` for errors without one
@@ -79,19 +108,23 @@ fn abort_with(function: &str, what: &dyn core::fmt::Display) -> ! {
     }
 }
 
-/// Runs `f`; a panic inside it (none is expected) aborts with a message instead of
-/// unwinding into the C caller.
+/// Runs `f` with the caller's `errno` kept ([`keeping_errno`]); a panic inside it (none is
+/// expected) aborts with a message instead of unwinding into the C caller. Every exported
+/// function calls into fkrng through this.
 #[inline(always)]
 fn no_unwind<R>(function: &str, f: impl FnOnce() -> R) -> R {
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
-        Ok(r) => r,
-        Err(_) => abort_with(function, &"internal panic"),
-    }
+    keeping_errno(
+        || match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+            Ok(r) => r,
+            Err(_) => abort_with(function, &"internal panic"),
+        },
+    )
 }
 
 /// Fills `len` bytes at `buf` from the calling thread's generator (`fkrng::try_fill`).
 ///
-/// Returns 0 on success. Returns -1 with `errno` set, and writes nothing to `buf`, when
+/// Returns 0 on success, with `errno` as the caller left it. Returns -1 with `errno` set,
+/// and writes nothing to `buf`, when
 /// `buf` is NULL while `len` is not 0 (`EINVAL`), when `len` exceeds `PTRDIFF_MAX`
 /// (`EINVAL`), or when the OS random source fails at a (re)seeding: the OS error number,
 /// or `EIO` for a failure without one. `len` 0 returns 0 and touches nothing.
@@ -153,8 +186,8 @@ pub extern "C" fn fkrng_u64() -> u64 {
 /// Reseeds the calling thread's generator now with 32 fresh bytes from the OS
 /// (`fkrng::reseed`).
 ///
-/// Returns 0, or -1 with `errno` set to the OS error number (`EIO` without one); on error
-/// the thread keeps its current key.
+/// Returns 0 with `errno` unchanged, or -1 with `errno` set to the OS error number (`EIO`
+/// without one); on error the thread keeps its current key.
 #[unsafe(no_mangle)]
 pub extern "C" fn fkrng_reseed() -> c_int {
     match no_unwind("fkrng_reseed", fkrng::reseed) {
