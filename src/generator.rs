@@ -1,7 +1,5 @@
-//! The fast-key-erasure generator (docs/DESIGN.md, "The construction"): one 1024-byte block,
-//! key `K` then the 992-byte buffer, which a refill overwrites in place with keystream under
-//! `K`. `avail` counts the unserved bytes at the block's tail; served bytes are zeroed. The
-//! all-zero state is empty and unseeded, so a page wiped on `fork` needs no fast-path check.
+//! The fast-key-erasure generator (docs/DESIGN.md, "The construction"): a refill overwrites
+//! the 1024-byte block, key `K` then buffer, in place with keystream under `K`.
 
 use crate::keystream;
 pub use crate::keystream::{BLOCK_LEN, KEY_LEN};
@@ -15,8 +13,8 @@ pub const REFILL_LEN: usize = REFILL_BLOCKS * BLOCK_LEN;
 /// Bytes served from one refill: 992 (1024 minus the 32-byte next key).
 pub const BUFFER_LEN: usize = REFILL_LEN - KEY_LEN;
 
-/// The key and buffer block and the count of unserved bytes. All zero is the valid empty
-/// state (key zero): callers seed it before the first refill.
+/// The key and buffer block and the count of unserved bytes; served bytes are zeroed. All
+/// zero is the valid empty, unseeded state (so a page wiped on `fork` needs no check).
 #[repr(C, align(64))]
 pub(crate) struct FkeState {
     /// `block[..32]` is the key `K`; `block[32..]` is the buffer.
@@ -29,11 +27,7 @@ impl FkeState {
     /// An empty state with key `key`: the first read refills.
     pub(crate) const fn new(key: [u8; KEY_LEN]) -> Self {
         let mut block = [[0u8; BLOCK_LEN]; REFILL_BLOCKS];
-        let mut i = 0;
-        while i < KEY_LEN {
-            block[0][i] = key[i];
-            i += 1;
-        }
+        block[0].split_at_mut(KEY_LEN).0.copy_from_slice(&key);
         FkeState { block, avail: 0 }
     }
 
@@ -41,16 +35,12 @@ impl FkeState {
     #[cfg(any(test, fuzzing, fkrng_test_hooks))]
     #[inline]
     pub(crate) fn key(&self) -> &[u8; KEY_LEN] {
-        self.block[0]
-            .first_chunk::<KEY_LEN>()
-            .expect("a block holds a key")
+        self.block[0].first_chunk().expect("32 bytes")
     }
 
     #[inline]
     fn key_mut(&mut self) -> &mut [u8; KEY_LEN] {
-        self.block[0]
-            .first_chunk_mut::<KEY_LEN>()
-            .expect("a block holds a key")
+        self.block[0].first_chunk_mut().expect("32 bytes")
     }
 
     /// Unserved bytes in the buffer (0 to 992).
@@ -105,10 +95,9 @@ impl FkeState {
         Some(out)
     }
 
-    /// Fills `dest` from the buffer, then by refills and a direct fill (the spec's loop).
-    /// `before_keystream(self, bytes)` runs before each keystream batch with its size (1024,
-    /// or 32 + n for a direct fill), for the thread-local accounting and reseeds; never when
-    /// the buffer alone suffices.
+    /// Fills `dest` from the buffer, then by refills and a direct fill.
+    /// `before_keystream(self, n)` runs before each keystream batch of `n` bytes (1024, or
+    /// 32 + `dest.len()` for a direct fill), never when the buffer alone suffices.
     #[inline]
     pub(crate) fn fill_with<E>(
         &mut self,
@@ -140,9 +129,8 @@ impl FkeState {
         self.avail = BUFFER_LEN;
     }
 
-    /// For `dest.len() >= 992` with an empty buffer: `Z = keystream(K, 32 + n)`,
-    /// `K = Z[..32]`, `dest = Z[32..]`, with `Z[..1024]` computed as an in-place refill whose
-    /// buffer is moved to `dest` and zeroed (docs/DESIGN.md, "The construction").
+    /// For `dest.len() >= 992` with an empty buffer: `Z = keystream(K, 32 + n)`, `K = Z[..32]`,
+    /// `dest = Z[32..]`; `Z[..1024]` is an in-place refill whose buffer moves to `dest`.
     #[inline(never)]
     fn direct_fill(&mut self, dest: &mut [u8]) {
         debug_assert_eq!(self.avail, 0);
@@ -260,8 +248,7 @@ impl rand_core::SeedableRng for FkeRng {
     /// The initial key `K`, 32 bytes.
     type Seed = [u8; KEY_LEN];
 
-    fn from_seed(seed: Self::Seed) -> Self {
-        let mut seed = seed;
+    fn from_seed(mut seed: Self::Seed) -> Self {
         let rng = FkeRng {
             fke: FkeState::new(seed),
         };

@@ -23,15 +23,13 @@
 //! - `rand_core_0_6`, `rand_core_0_9`: those generations' `RngCore`, `CryptoRng` and
 //!   `SeedableRng` for [`FkeRng`] and (with `std`) [`ThreadRng`]; neither needs `std`.
 //! - `rustls`: `RustlsRandom`, a `rustls` 0.23 `SecureRandom` (implies `std`).
-//! - `getrandom_backend` (Linux and Android only): in a binary built with
+//! - `getrandom_backend` (Linux and Android only; implies `std`): in a binary built with
 //!   `--cfg getrandom_backend="custom"` that names the crate (`use fkrng as _;`), every
-//!   `getrandom` 0.3 and 0.4 call is served by the calling thread's generator; see README.md
-//!   (implies `std`).
+//!   `getrandom` 0.3 and 0.4 call is served by the calling thread's generator (README.md).
 #![cfg_attr(not(any(feature = "std", test)), no_std)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
-// Unit tests that need the repository's support crate build only with `--cfg fkrng_test_hooks`;
-// without it, the helpers they share are unused.
+// Unit tests that need the support crate need `--cfg fkrng_test_hooks`; else helpers go unused.
 #![cfg_attr(all(test, not(fkrng_test_hooks)), allow(dead_code, unused_imports))]
 
 mod compat;
@@ -129,7 +127,6 @@ pub fn array<const N: usize>() -> [u8; N] {
     }
 }
 
-// The buffer could not serve the array: out of line, through `fill`.
 #[cfg(feature = "std")]
 #[cold]
 #[inline(never)]
@@ -175,7 +172,6 @@ pub fn try_array<const N: usize>() -> Result<[u8; N], Error> {
     }
 }
 
-// The buffer could not serve the array: out of line, through `try_fill`.
 #[cfg(feature = "std")]
 #[cold]
 #[inline(never)]
@@ -227,9 +223,7 @@ pub fn fill_uninit(dest: &mut [core::mem::MaybeUninit<u8>]) -> &mut [u8] {
 #[cfg(feature = "std")]
 #[inline]
 pub fn try_fill_uninit(dest: &mut [core::mem::MaybeUninit<u8>]) -> Result<&mut [u8], Error> {
-    for byte in dest.iter_mut() {
-        byte.write(0);
-    }
+    dest.fill(core::mem::MaybeUninit::new(0));
     // SAFETY: every element was initialised just above, and `MaybeUninit<u8>` has the layout
     // of `u8`, so the memory is a valid `[u8]` for the borrow of `dest`.
     let bytes = unsafe { &mut *(dest as *mut [core::mem::MaybeUninit<u8>] as *mut [u8]) };

@@ -1,29 +1,13 @@
 //! The state pool: thread states carved from shared chunks, many to a chunk, so that a
-//! thread that reads costs a slot of its chunk, not a kernel mapping of its own.
+//! thread costs a slot, not a kernel mapping.
 //!
-//! - **Chunks.** [`CHUNK_LEN`] bytes each (256 KiB on Linux and Android: one anonymous
-//!   mapping with `MADV_WIPEONFORK` and `MADV_DONTDUMP` over the whole of it, so one kernel
-//!   mapping; a zeroed heap allocation elsewhere), mapped when no chunk has a free slot and
-//!   never unmapped. Slots are a whole number of cache lines, packed into each page (or
-//!   4096-byte unit on the heap) from its start and never straddling a page: three
-//!   1152-byte states to a 4 KiB page, 192 to a chunk. A chunk is published by a
-//!   compare-and-swap into the first empty entry of a fixed directory of [`MAX_CHUNKS`];
-//!   entries only ever go from empty to published, so the published chunks are the entries
-//!   before the first empty one.
-//! - **Claims.** Which slots are leased is kept in claim words outside the chunks, in the
-//!   pool's own static memory: a slot is claimed by a compare-and-swap that sets its bit
-//!   and released by clearing the bit, after its every byte was zeroed (`pool/claims.rs`,
-//!   model-checked in `pool/loom_model.rs`). Nothing here takes a lock, so a signal
-//!   handler's first read or a forked child never waits on one; a thread that finds no
-//!   free slot and cannot map a chunk gets `None`, and its read takes the one-off path.
-//! - **Fork.** A child has only the forking thread. The kernel zeroes every state of a
-//!   wipe-on-fork chunk in the child, the claim words are copied as they were, and the
-//!   child handler ([`StatePool::reset_after_fork`]) clears the claims of every slot but the
-//!   forking thread's own: the slots of threads that do not exist in the child become free
-//!   there. A raw `clone` runs no handler: those claims stay set in that child and its
-//!   slots stay unused (never shared). Where the advice is not honoured, a released slot
-//!   of the child may still hold a parent thread's state, so a slot is zeroed again when it
-//!   is claimed.
+//! Invariants: a chunk ([`CHUNK_LEN`]; on Linux one `MADV_WIPEONFORK` + `MADV_DONTDUMP`
+//! mapping) is published once into the first empty entry of a fixed directory and never
+//! unmapped; slots never straddle a page. Which slots are leased is kept in claim words in
+//! static memory (`pool/claims.rs`, model-checked in `pool/loom_model.rs`): a slot is zeroed
+//! before its claim is released and again when claimed. No lock anywhere, so a signal
+//! handler or a forked child never waits. In a forked child the handler
+//! ([`StatePool::reset_after_fork`]) frees every claim but the forking thread's own.
 
 mod claims;
 #[cfg(all(test, loom))]
@@ -38,14 +22,8 @@ use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 
 /// Bytes of one chunk: 256 KiB on Linux and Android (64 pages of 4 KiB, one mapping), 64
 /// KiB on the heap elsewhere (and under Miri). At least one page.
-pub(crate) const CHUNK_LEN: usize = if cfg!(all(
-    any(target_os = "linux", target_os = "android"),
-    not(miri)
-)) {
-    256 << 10
-} else {
-    64 << 10
-};
+pub(crate) const CHUNK_LEN: usize = if MAPPED { 256 << 10 } else { 64 << 10 };
+const MAPPED: bool = cfg!(any(target_os = "linux", target_os = "android")) && !cfg!(miri);
 
 /// Chunks a pool holds at most: 1024 (196,608 thread states with 4 KiB pages).
 pub(crate) const MAX_CHUNKS: usize = 1024;
@@ -63,8 +41,7 @@ struct Chunk {
 /// Where slots lie in a chunk, for this system's page size.
 #[derive(Clone, Copy)]
 struct Geometry {
-    /// The unit that no slot straddles: the page size on Linux and Android, 4096 bytes
-    /// elsewhere.
+    /// The unit no slot straddles: the page size on Linux and Android, else 4096 bytes.
     unit: usize,
     /// Bytes from one slot to the next within a unit.
     stride: usize,
@@ -145,12 +122,8 @@ impl<T> StatePool<T> {
         for (c, chunk) in self.chunks.iter().enumerate() {
             let mut base = chunk.base.load(Ordering::Acquire);
             if base.is_null() {
-                let new = match unpublished.take() {
-                    Some(p) => p,
-                    None => match self.map_chunk(&g) {
-                        Some(p) => p,
-                        None => break,
-                    },
+                let Some(new) = unpublished.take().or_else(|| self.map_chunk(&g)) else {
+                    break;
                 };
                 base = match chunk.base.compare_exchange(
                     ptr::null_mut(),
@@ -182,8 +155,7 @@ impl<T> StatePool<T> {
         // SAFETY: `base` is a published chunk of `g.len` bytes, which stays mapped for the
         // process's lifetime, and slot `i` lies inside it.
         let slot = unsafe { base.add(g.offset(i)) }.cast::<T>();
-        // The slot was zeroed when it was released; zeroed again, since a slot freed in a
-        // forked child where wipe-on-fork is not in force holds its old owner's state.
+        // Zeroed again: a slot freed in a forked child without wipe-on-fork holds its old state.
         // SAFETY: the slot is claimed by this thread alone, aligned and `stride` bytes long,
         // and all-zero bytes are a valid `T`.
         unsafe { zeroize::zeroize_flat_type(slot) };
@@ -196,8 +168,7 @@ impl<T> StatePool<T> {
         })
     }
 
-    /// Maps a zeroed chunk with the pool's advice, recording whether wipe-on-fork was
-    /// accepted.
+    /// Maps a zeroed chunk with the pool's advice, noting whether wipe-on-fork was accepted.
     fn map_chunk(&self, g: &Geometry) -> Option<NonNull<u8>> {
         let (p, len, wiped) = os::map(chunk_layout(g), self.advice)?;
         debug_assert_eq!(len, g.len);
@@ -264,24 +235,21 @@ impl<T> Lease<T> {
         self.ptr.as_ptr()
     }
 
-    /// Zeroes every byte of the slot (padding included: struct assignments may copy stack
-    /// residue into padding).
+    /// Zeroes every byte of the slot, padding included (which may hold stack residue).
     pub(crate) fn wipe(&self) {
         // SAFETY: the slot is claimed for `self`, aligned for `T`, and all-zero bytes are a
         // valid `T`; the caller holds no reference into it (it is given out as a pointer).
         unsafe { zeroize::zeroize_flat_type(self.ptr.as_ptr()) };
     }
 
-    /// The slot's address range, for tests that inspect every byte of a released state
-    /// and for the memory figures of [`crate::test_hooks::memory`].
+    /// The slot's address range, for the tests and [`crate::test_hooks::memory`].
     #[cfg(any(test, fkrng_test_hooks))]
     pub(crate) fn range(&self) -> (usize, usize) {
         let start = self.ptr.as_ptr() as usize;
         (start, start + size_of::<T>())
     }
 
-    /// Bytes of chunk memory per slot: a page (or 4096-byte unit) divided by the slots it
-    /// holds (1365 for 1152-byte states in 4 KiB pages), for the memory figures.
+    /// Bytes of chunk memory per slot (a unit divided by its slots), for the memory figures.
     #[cfg(any(test, fkrng_test_hooks))]
     pub(crate) fn share(&self) -> usize {
         let g = StatePool::<T>::geometry();

@@ -21,9 +21,17 @@ pub(crate) enum Event {
     ChunkPublished,
     /// A thread's state set up.
     StateSetUp,
-    /// A seed served by the vDSO's `getrandom`.
+    /// A seed served by the vDSO's `getrandom` (x86-64 Linux).
+    #[cfg_attr(
+        not(all(target_os = "linux", target_arch = "x86_64")),
+        allow(dead_code)
+    )]
     VdsoFill,
-    /// A vDSO state zeroed before its first use in a new epoch.
+    /// A vDSO state zeroed before its first use in a new epoch (x86-64 Linux).
+    #[cfg_attr(
+        not(all(target_os = "linux", target_arch = "x86_64")),
+        allow(dead_code)
+    )]
     VdsoStateCleared,
     /// A reseed caused by a VM generation change.
     SnapshotReseed,

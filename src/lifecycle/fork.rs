@@ -1,25 +1,22 @@
-//! Fork safety: a process-wide epoch that every thread's state is compared with on every
-//! read, moved by the fork handlers and by [`crate::reseed_all`], and the
-//! [`ForkProtection`] report. Together with wipe-on-fork pages ([`crate::os::pages`], which
-//! also cover a raw `clone` that runs no handler), a forked child and its parent both
-//! reseed before their next output. PIDs are never used: they are reused.
+//! Fork safety: a process-wide epoch, compared with every thread's state at every read and
+//! moved by the fork handlers and [`crate::reseed_all`], and the [`ForkProtection`] report.
+//! With wipe-on-fork pages (which also cover a raw `clone`), a forked child and its parent
+//! both reseed before their next output. PIDs are never used: they are reused.
 
 use crate::error::Error;
 use crate::os::atfork::{self, Handler};
-#[cfg(test)]
-use crate::os::pages::UNKNOWN;
 use crate::os::pages::{self, HONOURED, NOT_HONOURED};
 use core::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, Ordering};
 
-/// The epoch alone on a 64-byte cache line, so that no frequently written static the linker
-/// places next to it makes every read pay for cache-line contention.
+/// The epoch alone on a 64-byte cache line, so that no frequently written static beside it
+/// makes every read pay for contention.
 #[repr(C, align(64))]
 pub(crate) struct EpochLine(AtomicU64);
 
 /// Process-wide reseed epoch: bumped in a forked child and by `reseed_all`.
 pub(crate) static EPOCH: EpochLine = EpochLine(AtomicU64::new(1));
 
-/// The current epoch (a relaxed load: a plain `mov` on x86-64 and a plain `ldr` on AArch64).
+/// The current epoch (a relaxed load).
 #[inline(always)]
 pub(crate) fn epoch() -> u64 {
     EPOCH.0.load(Ordering::Relaxed)
@@ -30,9 +27,7 @@ pub(crate) fn bump_epoch() {
     EPOCH.0.fetch_add(1, Ordering::Relaxed);
 }
 
-/// Forks made by this process and its ancestors, counted by the prepare and the child
-/// handlers; unlike [`EPOCH`], `reseed_all` leaves it alone. The one-off path compares it
-/// before and after its read ([`forks`]).
+/// Counted by the prepare and child handlers; unlike [`EPOCH`], `reseed_all` leaves it alone.
 static FORKS: AtomicU64 = AtomicU64::new(0);
 
 /// How many times the fork handlers ran in this process and its ancestors (a relaxed load):
@@ -45,19 +40,16 @@ pub(crate) fn forks() -> u64 {
 /// handler, and set to 0 by the child handler (in the child no other fork is under way).
 static FORKS_UNDER_WAY: AtomicU32 = AtomicU32::new(0);
 
-/// Whether a `fork` is under way: from fkrng's prepare handler to its parent handler in
-/// the parent, and until its child handler in the child. Other libraries' fork handlers run
-/// in that window (POSIX orders them around fkrng's); a read from one must neither reseed
-/// nor serve the state the child inherits, so the slow path sends it to the one-off
-/// generator. Only the forking thread's reads matter; another thread that sees the count
-/// merely takes the one-off path once.
+/// Whether a `fork` is under way: from fkrng's prepare handler to its parent handler, or to
+/// its child handler in the child. A read from another library's fork handler in that window
+/// must neither reseed nor serve the state the child inherits; another thread that sees the
+/// count merely takes the one-off path once.
 pub(crate) fn fork_under_way() -> bool {
     FORKS_UNDER_WAY.load(Ordering::Relaxed) != 0
 }
 
 /// The prepare handler: a fork under way and a new epoch, so that parent and child both
-/// reseed before their next output. It runs before the prepare handlers registered ahead of
-/// fkrng's, so a read from one of those already sees the fork under way.
+/// reseed before their next output.
 extern "C" fn atfork_prepare() {
     // The count goes up first: a read that sees the new epoch sees the fork under way.
     FORKS_UNDER_WAY.fetch_add(1, Ordering::Relaxed);
@@ -71,10 +63,8 @@ extern "C" fn atfork_parent() {
         FORKS_UNDER_WAY.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
 }
 
-/// The lifecycle's part of the child handler, which the thread layer registers
-/// ([`register_atfork`]): a new epoch (the child's reads reseed) and no fork under way (the
-/// forks other threads of the parent had under way do not continue here).
-/// Async-signal-safe: atomic updates only.
+/// The lifecycle's part of the child handler: a new epoch and no fork under way (the
+/// parent's other threads' forks do not continue here). Async-signal-safe.
 pub(crate) fn in_child() {
     bump_epoch();
     FORKS.fetch_add(1, Ordering::Relaxed);
@@ -89,11 +79,8 @@ const HANDLERS_FAILED: u8 = 2;
 static HANDLERS: AtomicU8 = AtomicU8::new(HANDLERS_UNREGISTERED);
 
 /// Registers the prepare and parent handlers and `child` (which must call [`in_child`])
-/// once per process (Unix); a no-op elsewhere. Called at every thread's first read.
-///
-/// # Errors
-/// [`Error`] with `pthread_atfork`'s error number (`ENOMEM`) when the handlers cannot be
-/// registered; the next thread set-up tries again.
+/// once per process (Unix); a no-op elsewhere. On failure, [`Error`] with `pthread_atfork`'s
+/// error number (`ENOMEM`), and the next thread set-up tries again.
 pub(crate) fn register_atfork(child: Handler) -> Result<(), Error> {
     if HANDLERS.load(Ordering::Acquire) == HANDLERS_REGISTERED {
         return Ok(());
@@ -103,14 +90,9 @@ pub(crate) fn register_atfork(child: Handler) -> Result<(), Error> {
     })
 }
 
-/// Runs `register` (returning 0 or an error number, as `pthread_atfork` does) and records
-/// the outcome in `state`.
-///
-/// Neither a lock nor a `Once`: a thread that finds the handlers unregistered registers
-/// them itself. Threads racing here at a process's start may each register, which only
-/// makes a fork bump the epoch more than once; and a child forked while another thread was
-/// in here (a thread that does not exist in the child) never waits for it, as it would on
-/// a `Once` left mid-initialisation.
+/// Runs `register` (0 or an error number, as `pthread_atfork`) and records the outcome in
+/// `state`. No lock or `Once`, so a child forked mid-registration never waits for a thread
+/// it lacks; racing threads may each register (a fork then bumps the epoch more than once).
 fn register_with(state: &AtomicU8, register: impl FnOnce() -> i32) -> Result<(), Error> {
     match register() {
         0 => {
@@ -151,10 +133,9 @@ pub enum ForkProtection {
 /// unnoticed, so no generator runs unprotected.
 ///
 /// On Linux and Android the first call after a state was set up checks that the kernel
-/// honours `MADV_WIPEONFORK` (no read does): it maps a probe page with the advice and reads
-/// `/proc/self/smaps` up to that page's entry, 0.1 ms in a small process and some
-/// milliseconds in one with tens of thousands of mappings; an emulator that ignores the
-/// advice, or a `/proc` that cannot be read, gives `AtforkEpoch`. Later calls are a load.
+/// honours `MADV_WIPEONFORK` (no read does) by mapping a probe page and reading
+/// `/proc/self/smaps` (0.1 ms to some milliseconds: docs/SECURITY.md); an emulator that
+/// ignores the advice, or an unreadable `/proc`, gives `AtforkEpoch`. Later calls are a load.
 pub fn fork_protection() -> Option<ForkProtection> {
     protection(
         pages::wipe_on_fork(),
@@ -163,9 +144,8 @@ pub fn fork_protection() -> Option<ForkProtection> {
     )
 }
 
-/// [`fork_protection`] from the wipe-on-fork finding, the fork handlers' registration and
-/// whether this is a Unix system (a function of all three, so that the answers of other
-/// systems are tested on Linux too).
+/// [`fork_protection`] from the wipe-on-fork finding, the handlers' registration and whether
+/// this is Unix (parameters, so that other systems' answers are tested on Linux too).
 fn protection(wipe_on_fork: u8, handlers: u8, unix: bool) -> Option<ForkProtection> {
     if unix && handlers != HANDLERS_REGISTERED {
         return None;
@@ -181,6 +161,7 @@ fn protection(wipe_on_fork: u8, handlers: u8, unix: bool) -> Option<ForkProtecti
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::os::pages::UNKNOWN;
 
     #[test]
     fn a_failed_registration_is_an_error_and_leaves_no_protection() {

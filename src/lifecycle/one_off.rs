@@ -4,6 +4,7 @@
 use crate::error::Error;
 use crate::generator::{FkeState, KEY_LEN};
 use crate::lifecycle::seed::{Entropy, Os};
+use crate::lifecycle::{fork, snapshot};
 use zeroize::Zeroize;
 
 /// Why a read was served by a one-off OS-keyed generator instead of the thread's state.
@@ -11,16 +12,14 @@ use zeroize::Zeroize;
 pub(crate) enum OneOff {
     /// The read interrupted another read on the same thread (a signal handler).
     Interrupted,
-    /// The thread has no state to offer: released at thread exit, being set up, or no
-    /// memory for it.
+    /// The thread has no state: released at thread exit, being set up, or no memory for it.
     Unavailable,
     /// A `fork` is under way (a read from another library's fork handler): the state is
     /// the one the child inherits.
     ForkUnderWay,
 }
-/// Bytes for a read that cannot use the thread's state (a signal handler interrupting a
-/// read, a destructor after thread exit, no memory for the state): a one-off generator keyed
-/// with 32 fresh OS bytes, wiped when done.
+
+/// Bytes for a read that cannot use the thread's state, for the reason `why`.
 #[cold]
 #[inline(never)]
 pub(crate) fn one_off_fill(dest: &mut [u8], why: OneOff) -> Result<(), Error> {
@@ -32,20 +31,14 @@ pub(crate) fn one_off_fill(dest: &mut [u8], why: OneOff) -> Result<(), Error> {
         OneOff::Unavailable => crate::probe::Event::OneOffUnavailable,
         OneOff::ForkUnderWay => crate::probe::Event::OneOffForkUnderWay,
     });
-    // A fork from a signal handler, or a restore, while the one-off generator runs gives
-    // two processes the same generator (it lives on the stack): its bytes are discarded and
-    // the read made again with a new one, as often as a fork or a restore happened during
-    // it. The fork count is compared, not the epoch, which `reseed_all` on another thread
-    // also moves and which could keep this loop going. (A raw `clone` runs no handler and
-    // leaves the stack as it was: that one case is not seen here.)
+    // The generator is on the stack: a handler's fork or a restore during it gives two
+    // processes its bytes, so they are discarded and the read made again. The fork count is
+    // compared, not the epoch, which `reseed_all` also moves. (A raw `clone` is not seen.)
     loop {
-        let forks = crate::lifecycle::fork::forks();
-        let generation = crate::lifecycle::snapshot::generation();
+        let (forks, generation) = (fork::forks(), snapshot::generation());
         one_off_once(dest)?;
         core::sync::atomic::compiler_fence(core::sync::atomic::Ordering::SeqCst);
-        if forks == crate::lifecycle::fork::forks()
-            && generation == crate::lifecycle::snapshot::generation()
-        {
+        if forks == fork::forks() && generation == snapshot::generation() {
             return Ok(());
         }
         dest.zeroize();
@@ -61,7 +54,7 @@ fn one_off_once(dest: &mut [u8]) -> Result<(), Error> {
     let mut s = [0u8; KEY_LEN];
     let draw = Os.seed(&mut s);
     one_off.mix_key(&s);
-    // The counter and clocks, as at every seed (`entropy::diversifier`).
+    // The counter and clocks, as at every seed.
     crate::os::diversifier::diversifier(&mut s, false);
     one_off.mix_key(&s);
     s.zeroize();

@@ -1,6 +1,5 @@
-//! The reseed schedule: a thread's key is replaced with fresh OS bytes (mixed in) once its
-//! random byte budget (1 to 2 MiB of keystream) is spent or 60 seconds have passed, checked
-//! only when keystream is made (a refill or a direct fill), never on the small-read path.
+//! The reseed schedule: fresh OS bytes are mixed into a thread's key once its byte budget
+//! (1 to 2 MiB) is spent or 60 s have passed, checked only when keystream is made.
 
 /// Lower end of the reseed byte budget: 1 MiB of output since the last (re)seed. Each
 /// (re)seed draws its budget uniformly from [`RESEED_MIN_BYTES`, 2 × `RESEED_MIN_BYTES`)
@@ -15,8 +14,7 @@ pub(crate) trait Clock {
     fn now_ns(&self) -> u64;
 }
 
-/// The monotonic clock the 60-second reseed check reads, once per refill
-/// ([`crate::os::clock::monotonic_ns`]).
+/// The monotonic clock the 60-second reseed check reads, once per refill.
 pub(crate) struct Monotonic;
 
 impl Clock for Monotonic {
@@ -26,9 +24,8 @@ impl Clock for Monotonic {
     }
 }
 
-/// When the current key came from the OS and how much output it may produce.
-///
-/// All-zero means "never seeded", which is what a wiped-on-fork page reads as.
+/// When the current key came from the OS and how much output it may produce. All-zero
+/// means "never seeded", as a wiped-on-fork page reads.
 #[repr(C)]
 #[derive(Default)]
 pub(crate) struct Lifecycle {
@@ -47,19 +44,15 @@ pub(crate) struct Lifecycle {
 
 impl Lifecycle {
     /// Whether a reseed is due: the byte budget is spent, 60 seconds have passed, or the
-    /// monotonic clock reads earlier than at the last seed, which it only does when the
-    /// process was moved to another machine or restored from a snapshot (a checkpoint
-    /// restored on another host), where the state may exist twice.
+    /// monotonic clock reads earlier than at the last seed (a checkpoint restored on another
+    /// host, where the state may exist twice).
     pub(crate) fn due(&self, now_ns: u64) -> bool {
         self.produced >= self.budget
             || now_ns < self.seeded_at_ns
             || now_ns - self.seeded_at_ns >= RESEED_INTERVAL_NS
     }
-}
 
-impl Lifecycle {
-    /// Starts a new budget (from the 32-bit `draw`) and interval at `now_ns`, after a
-    /// (re)seed.
+    /// Starts a new budget (from the 32-bit `draw`) and interval at `now_ns`, after a (re)seed.
     pub(crate) fn restart(&mut self, draw: u32, now_ns: u64) {
         self.produced = 0;
         self.budget = RESEED_MIN_BYTES + (u64::from(draw) & (RESEED_MIN_BYTES - 1));

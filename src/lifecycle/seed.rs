@@ -4,8 +4,7 @@
 use crate::error::Error;
 use crate::generator::KEY_LEN;
 
-/// A source of seed material; the thread-local generator reads it through this trait so that
-/// tests can inject failures and known values.
+/// A source of seed material: the OS ([`Os`]), or a test's failures and known values.
 pub(crate) trait Entropy {
     /// Fills `dest` entirely with fresh bytes or fails.
     fn fill(&mut self, dest: &mut [u8]) -> Result<(), Error>;
@@ -17,13 +16,9 @@ pub(crate) trait Entropy {
     }
 
     /// Writes a 32-byte seed into `key` and returns a 32-bit draw (for the reseed byte
-    /// budget), refusing an all-zero seed: a source that "succeeds" without writing (a
-    /// fault-injecting tracer, a broken emulator) must not turn into a known key.
-    ///
-    /// The seed goes straight from one zeroized scratch buffer into the caller's `key`: it is
-    /// never returned or passed by value, since every such move leaves a copy in a stack
-    /// frame that nothing wipes (and that outlives the read, for example in an exited
-    /// thread's cached stack). On error `key` is all zero.
+    /// budget), refusing an all-zero seed (a source that "succeeded" without writing must
+    /// not give a known key). On error `key` is all zero. The seed is never returned or
+    /// passed by value: every such move leaves a copy in a stack frame nothing wipes.
     fn seed(&mut self, key: &mut [u8; KEY_LEN]) -> Result<u32, Error> {
         seed_from(key, |raw| self.fill(raw))
     }
@@ -42,12 +37,7 @@ fn seed_from(
     let mut raw = [0u8; KEY_LEN + 4];
     let filled = fill(&mut raw);
     key.copy_from_slice(&raw[..KEY_LEN]);
-    let extra = u32::from_le_bytes([
-        raw[KEY_LEN],
-        raw[KEY_LEN + 1],
-        raw[KEY_LEN + 2],
-        raw[KEY_LEN + 3],
-    ]);
+    let extra = u32::from_le_bytes(*raw.last_chunk().expect("4 draw bytes"));
     zeroize::Zeroize::zeroize(&mut raw);
     if let Err(e) = filled {
         zeroize::Zeroize::zeroize(key);

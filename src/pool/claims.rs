@@ -1,14 +1,12 @@
 //! A chunk's claim words: bit `i % WORD_BITS` of word `i / WORD_BITS` is set while slot `i`
-//! is leased. Generic over the atomic word, so that the model tests (`loom_model.rs`, built
-//! with `--cfg loom`) run this very code on `loom`'s atomics; the pool uses `core`'s.
+//! is leased. Generic over the atomic word, so that the model tests (`loom_model.rs`) run
+//! this very code on `loom`'s atomics.
 //!
-//! Invariants: a slot's bit goes from clear to set only by [`claim`]'s compare-and-swap, so
-//! two claims never return the same slot; it goes back to clear only by [`release`] from
-//! the slot's owner, or by [`reset`] in a forked child, where the owners of every other
-//! slot do not exist. Bits past a chunk's slots are never set. Wherever other threads run,
-//! every change of a word is a read-modify-write, so a claim's acquire reads from the
-//! release sequence of the slot's last release, however many claims and releases of other
-//! slots came between.
+//! Invariants: a bit is set only by [`claim`]'s compare-and-swap (no slot is claimed twice)
+//! and cleared only by [`release`] from its owner or by [`reset`] in a forked child. Bits
+//! past a chunk's slots are never set. Where other threads run, every change of a word is a
+//! read-modify-write, so a claim's acquire reads from the release sequence of the slot's
+//! last release.
 
 use core::sync::atomic::{AtomicUsize, Ordering};
 
@@ -101,9 +99,8 @@ pub(super) fn release<W: Word>(words: &[W], i: usize) {
 }
 
 /// Clears every claim but `keep`'s (a slot the caller holds), which stays set throughout:
-/// one store per word, none of which clears it. Async-signal-safe. Sound only where no
-/// other owner of a claim exists, as in a forked child's handler (the child has one
-/// thread): a claim made by anyone else before or during the reset may be cleared.
+/// one store per word. Async-signal-safe. Sound only where no other owner of a claim
+/// exists, as in a forked child's handler.
 pub(super) fn reset<W: Word>(words: &[W], keep: Option<usize>) {
     for (w, word) in words.iter().enumerate() {
         let bits = match keep {

@@ -1,13 +1,8 @@
-//! The thread-local generator: one fast-key-erasure state per OS thread, seeded lazily from
-//! the OS, reseeded periodically, after `fork` and on demand, and served without a system
-//! call, a lock, an atomic read-modify-write or a heap allocation on the small-read path.
-//!
-//! The thread-local slot holds a pointer and the re-entrancy flag ([`STATE`]); the state
-//! itself lives in a slot leased from the state pool [`STATES`]
-//! ([`crate::pool::StatePool`]: many states to a chunk, wipe-on-fork and do-not-dump on
-//! Linux). A second thread-local ([`OWNER`]) holds the lease and, when the thread exits,
-//! marks the thread's slot torn down (so that reads from later thread-local destructors
-//! take [`one_off_fill`]), then zeroes the whole slot and returns it to the pool.
+//! The thread-local generator: one state per OS thread in a slot leased from the pool
+//! [`STATES`], reached through [`STATE`] (slot pointer and re-entrancy flag). [`OWNER`] holds
+//! the lease; at thread exit it marks the slot [`UNAVAILABLE`] (later reads take
+//! [`one_off_fill`]), zeroes it and returns it. The small-read path makes no system call,
+//! lock, atomic read-modify-write or heap allocation.
 
 mod state;
 #[cfg(test)]
@@ -28,12 +23,10 @@ pub(crate) use state::{Slot, ThreadState};
 /// Marks a slot whose state was released at thread exit (or is being set up).
 pub(crate) const UNAVAILABLE: *mut Slot = ptr::dangling_mut();
 
-/// Every thread's state: slots of wipe-on-fork chunks (40 KiB of claim words and chunk
-/// addresses; the chunks are mapped as threads need them).
+/// Every thread's state, in wipe-on-fork chunks mapped as threads need them.
 pub(crate) static STATES: StatePool<Slot> = StatePool::new(Advice::WipeOnFork);
 
-/// The states that tests set up without wipe-on-fork, in chunks of their own: such slots
-/// never reach a thread that asked for wipe-on-fork.
+/// States that tests set up without wipe-on-fork, in chunks of their own.
 #[cfg(test)]
 static STATES_WITHOUT_WIPE_ON_FORK: StatePool<Slot> = StatePool::new(Advice::DontDumpOnly);
 
@@ -45,8 +38,7 @@ fn pool(advice: Advice) -> &'static StatePool<Slot> {
     }
 }
 
-/// Holds a thread's lease of its state slot; its destructor zeroes the slot and returns it
-/// to the pool at thread exit.
+/// Holds a thread's lease of its slot; its destructor releases it at thread exit.
 pub(crate) struct Owner(pub(crate) Cell<Option<Lease<Slot>>>);
 
 impl Owner {
@@ -56,10 +48,8 @@ impl Owner {
             return;
         };
         set_slot(UNAVAILABLE);
-        // A signal handler that runs from here on must find the slot released, not a
-        // half-wiped state. No flag protocol: no destructor runs inside a read on its
-        // thread. The whole slot is zeroed, so a busy flag left by an abandoned read is
-        // not inherited by the next thread.
+        // A handler from here on finds the slot released, not half-wiped. (No busy flag: no
+        // destructor runs inside a read on its thread.)
         compiler_fence(Ordering::SeqCst);
         #[cfg(test)]
         {
@@ -81,25 +71,19 @@ impl Drop for Owner {
     }
 }
 
-/// The thread-exit key's destructor ([`crate::os::thread_exit`]): releases a slot whose
-/// owner's thread-local destructor never ran, because the thread's first read came after
-/// its thread-local destructors (from a `pthread` key destructor). Otherwise a no-op.
+/// The thread-exit key's destructor ([`crate::os::thread_exit`]): releases the slot of a
+/// thread whose first read came after its thread-local destructors; otherwise a no-op.
 #[cfg(all(unix, not(miri)))]
 unsafe extern "C" fn release_at_exit(_: *mut core::ffi::c_void) {
     let _ = OWNER.try_with(Owner::release);
 }
 
-/// The fork child handler, registered at a thread's set-up ([`register_atfork`]): the
-/// lifecycle's new epoch, then the pool's claims of the parent's other threads cleared, so
-/// that their slots serve the child's new threads. When the forking thread is setting up or
-/// releasing its state (a fork from a signal handler that interrupted that), which slot it
-/// holds is not known: every claim is left as it was (those slots stay unused in the
-/// child, never shared). Async-signal-safe: atomic loads and stores.
+/// The fork child handler: a new epoch, then the claims of the parent's other threads
+/// cleared. While the forking thread sets up or releases its state, its slot is unknown and
+/// every claim stays (those slots go unused in the child). Async-signal-safe.
 extern "C" fn atfork_child() {
     fork::in_child();
-    let Ok(p) = STATE.try_with(|t| t.slot.get()) else {
-        return;
-    };
+    let p = STATE.try_with(|t| t.slot.get()).unwrap_or(UNAVAILABLE);
     if p == UNAVAILABLE {
         return;
     }
@@ -107,8 +91,7 @@ extern "C" fn atfork_child() {
     STATES.reset_after_fork(keep);
     #[cfg(test)]
     STATES_WITHOUT_WIPE_ON_FORK.reset_after_fork(keep);
-    // The vDSO's states, wiped by the kernel: their claims are cleared unless this thread
-    // forked during a lease of its own.
+    // The vDSO states' claims, kept if this thread forked during a lease of its own.
     #[cfg(all(target_os = "linux", target_arch = "x86_64", not(miri)))]
     crate::os::vdso::reset_after_fork();
 }
@@ -123,10 +106,8 @@ pub(crate) fn register_atfork() -> Result<(), Error> {
 pub(crate) struct ThreadSlot {
     /// This thread's slot: null before the first read, [`UNAVAILABLE`] after thread exit.
     slot: Cell<*mut Slot>,
-    /// Set while a read runs on this thread ([`enter`]). Thread-local, not in the
-    /// wipe-on-fork slot: a child forked by a handler that interrupted a read keeps the flag
-    /// set, so the handler's reads there take the one-off path instead of reseeding the
-    /// state under the interrupted read.
+    /// Set while a read runs on this thread ([`enter`]); not in the wipe-on-fork slot, so a
+    /// child forked by a handler mid-read keeps it (docs/DESIGN.md, "The flag protocol").
     busy: AtomicBool,
 }
 
@@ -149,20 +130,14 @@ fn set_slot(p: *mut Slot) {
     STATE.with(|t| t.slot.set(p));
 }
 
-/// Marks a read under way on this thread and leaves it so, as a read does that a signal
-/// handler's `siglongjmp` abandoned (test hooks).
+/// Leaves a read marked under way, as a `siglongjmp` out of a handler does (test hooks).
 #[cfg(any(test, fkrng_test_hooks))]
 pub(crate) fn abandon_read_in_progress() {
     STATE.with(|t| t.busy.store(true, Ordering::Relaxed));
 }
 
-/// Fills `dest` from the calling thread's generator.
-///
-/// Always inlined, so that a caller's read of a known length compiles to the fast path with
-/// that length: the thread-local load, the re-entrancy flag, the length, epoch and VM
-/// generation checks, and one copy and zeroing; everything else is in out-of-line cold
-/// functions. (`u32`, `u64` and `array` use [`take`] instead, which returns the bytes in
-/// registers.)
+/// Fills `dest` from the calling thread's generator. Always inlined, so that a read of a
+/// known length compiles to the fast path with that length; everything else is cold.
 #[inline(always)]
 pub(crate) fn try_fill(dest: &mut [u8]) -> Result<(), Error> {
     let p = slot();
@@ -177,11 +152,9 @@ pub(crate) fn try_fill(dest: &mut [u8]) -> Result<(), Error> {
     }
 }
 
-/// The next `N` bytes of the calling thread's buffer, taken (and zeroed there) when the
-/// thread's state is set up, no read is under way on this thread, the epoch and VM
-/// generation are unchanged and at least `N` bytes are left; `None` (nothing taken)
-/// otherwise, and then the caller reads through [`try_fill`]. The fast path of `u32`, `u64`
-/// and `array`: the bytes come back in registers, not through a pointer.
+/// The fast path of `u32`, `u64` and `array` (bytes in registers): the next `N` bytes of the
+/// thread's buffer, or `None` when the state is not set up, a read is under way, the state
+/// is stale or fewer than `N` are left; the caller then reads through [`try_fill`].
 #[inline(always)]
 pub(crate) fn take<const N: usize>() -> Option<[u8; N]> {
     let p = slot();
@@ -192,15 +165,11 @@ pub(crate) fn take<const N: usize>() -> Option<[u8; N]> {
     unsafe { enter(p, |st| st.take::<N>()) }.flatten()
 }
 
-/// Runs `f` on the generator in `slot`, unless a read is already under way on this thread
-/// (a signal handler interrupted it): then `None`, and the state is not touched.
-///
-/// The flag protocol, in one place: check `busy`, set it, use the state, clear it. Only
-/// this thread and its handlers use the slot, and a handler runs to completion between two
-/// instructions of the code it interrupts, so program order is all that matters: the
-/// compiler fences keep the state's accesses between the two stores. A handler that runs
-/// between the check and the set finds the flag clear and completes a whole read of its
-/// own before this one touches anything.
+/// Runs `f` on the generator in `slot`, or returns `None` without touching it when a read is
+/// under way on this thread (a signal handler interrupted it). Only this thread and its
+/// handlers use the flag, and a handler runs to completion (one between the check and the
+/// set completes its whole read first), so program order suffices: the fences keep the
+/// state's accesses between the two stores.
 ///
 /// # Safety
 /// `slot` points to this thread's live slot.
@@ -227,10 +196,7 @@ pub(crate) unsafe fn enter<R>(slot: *mut Slot, f: impl FnOnce(&mut ThreadState) 
 pub(crate) fn reseed() -> Result<(), Error> {
     let mut p = slot();
     if p.is_null() {
-        p = match set_up(register_atfork, Advice::WipeOnFork)? {
-            Some(p) => p,
-            None => return Ok(()),
-        };
+        p = set_up(register_atfork, Advice::WipeOnFork)?.unwrap_or(UNAVAILABLE);
     }
     if p == UNAVAILABLE {
         return Ok(());
@@ -251,13 +217,9 @@ fn fill_without_state(p: *mut Slot, dest: &mut [u8]) -> Result<(), Error> {
     one_off_fill(dest, OneOff::Unavailable)
 }
 
-/// Registers the fork handlers (`register`), then leases this thread's state slot from the
-/// pool for `advice` and registers its owner. `Ok(None)` if the memory is refused or the
-/// thread is exiting (the slot is then left for a later try or marked unavailable).
-///
-/// # Errors
-/// The registration's error: no state is set up without fork protection, and the slot is
-/// left empty for a later try.
+/// Registers the fork handlers (`register`), then leases this thread's slot for `advice`.
+/// `Ok(None)` when the memory is refused (a later read tries again) or the thread is exiting
+/// (the slot stays unavailable). On `register`'s error no state is set up, for a later try.
 #[cold]
 pub(crate) fn set_up(
     register: impl FnOnce() -> Result<(), Error>,
@@ -275,14 +237,11 @@ pub(crate) fn set_up(
     };
     crate::probe::count(crate::probe::Event::StateSetUp);
     let p = lease.as_ptr();
-    // Fails only once this thread's destructors have run; the slot is then released and
-    // the thread's slot stays unavailable.
+    // Fails once this thread's destructors have run: the lease drops, the thread stays UNAVAILABLE.
     if OWNER.try_with(|owner| owner.0.set(Some(lease))).is_err() {
         return Ok(None);
     }
-    // A thread whose first read comes from a key destructor never runs `OWNER`'s
-    // destructor: the thread-exit key releases the slot then. Without a key the slot is
-    // still released at a normal thread exit.
+    // Releases the slot where `OWNER`'s destructor never runs (a first read in a key destructor).
     #[cfg(all(unix, not(miri)))]
     crate::os::thread_exit::arm(release_at_exit);
     set_slot(p);
