@@ -13,6 +13,26 @@ fn tool() -> Command {
     fkrng_test_support::runner::command(env!("CARGO_BIN_EXE_fkrng"))
 }
 
+/// The tool as a command run by nobody (65534): a copy of the binary in a directory of
+/// the system's temporary directory that every user may enter, since the build's own
+/// directory may be closed to other users (a checkout under a 0700 directory).
+fn tool_as_nobody() -> Command {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    static COPY: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    let path = COPY.get_or_init(|| {
+        let dir = scratch_dir("bin");
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let path = dir.join("fkrng");
+        std::fs::copy(env!("CARGO_BIN_EXE_fkrng"), &path).expect("copy the tool");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path
+    });
+    let mut command = fkrng_test_support::runner::command(path);
+    command.uid(NOBODY).gid(NOBODY);
+    command
+}
+
 fn fkrng(args: &[&str]) -> Output {
     tool()
         .args(args)
@@ -840,7 +860,6 @@ fn out_replaces_an_existing_file_keeping_owner_group_and_mode() {
 #[test]
 fn out_refuses_a_file_whose_owner_it_cannot_keep() {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
-    use std::os::unix::process::CommandExt;
     if !is_root() {
         println!("not root: cannot make a file another user may write; skipping");
         return;
@@ -851,10 +870,8 @@ fn out_refuses_a_file_whose_owner_it_cannot_keep() {
     std::fs::write(&path, b"old key\n").unwrap();
     std::os::unix::fs::chown(&path, Some(0), Some(NOBODY)).unwrap();
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o660)).unwrap();
-    let out = tool()
+    let out = tool_as_nobody()
         .args(["--raw", "--out", path.to_str().unwrap(), "32"])
-        .uid(NOBODY)
-        .gid(NOBODY)
         .stdin(Stdio::null())
         .output()
         .expect("run fkrng");
@@ -884,14 +901,13 @@ fn out_refuses_a_file_whose_owner_it_cannot_keep() {
 #[test]
 fn out_in_a_read_only_directory_names_the_directory() {
     use std::os::unix::fs::PermissionsExt;
-    use std::os::unix::process::CommandExt;
     let dir = scratch_dir("read-only");
     let path = dir.join("key.bin");
     std::fs::write(&path, b"old key\n").unwrap();
     let mut command = tool();
     if is_root() {
         std::os::unix::fs::chown(&path, Some(NOBODY), Some(NOBODY)).unwrap();
-        command.uid(NOBODY).gid(NOBODY);
+        command = tool_as_nobody();
     }
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o555)).unwrap();
     let out = command
