@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The state pool's claim words (src/pool/claims.rs) under the loom model checker:
+# The state pool's claim words (src/claims.rs) under the loom model checker:
 # the model tests of src/pool/loom_model.rs, built with `--cfg loom`, run the claim,
 # release and fork-reset code on loom's atomics through every interleaving of their
 # threads (one test: every interleaving with at most three preemptions). Three of them

@@ -32,6 +32,8 @@
 // Unit tests that need the support crate need `--cfg fkrng_test_hooks`; else helpers go unused.
 #![cfg_attr(all(test, not(fkrng_test_hooks)), allow(dead_code, unused_imports))]
 
+#[cfg(feature = "std")]
+mod claims;
 mod compat;
 mod generator;
 mod keystream;

@@ -4,17 +4,16 @@
 //! Invariants: a chunk ([`CHUNK_LEN`]; on Linux one `MADV_WIPEONFORK` + `MADV_DONTDUMP`
 //! mapping) is published once into the first empty entry of a fixed directory and never
 //! unmapped; slots never straddle a page. Which slots are leased is kept in claim words in
-//! static memory (`pool/claims.rs`, model-checked in `pool/loom_model.rs`): a slot is zeroed
+//! static memory (`claims.rs`, model-checked in `pool/loom_model.rs`): a slot is zeroed
 //! before its claim is released and again when claimed. No lock anywhere, so a signal
 //! handler or a forked child never waits. In a forked child the handler
 //! ([`StatePool::reset_after_fork`]) frees every claim but the forking thread's own.
 
-mod claims;
 #[cfg(all(test, loom))]
 mod loom_model;
 
+use crate::claims::{self, WORD_BITS};
 use crate::os::pages::{Advice, note_advice, os};
-use claims::WORD_BITS;
 use core::alloc::Layout;
 use core::marker::PhantomData;
 use core::ptr::{self, NonNull};

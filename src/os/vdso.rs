@@ -1,7 +1,8 @@
 //! The vDSO's `getrandom` (x86-64 Linux 6.11+) for new threads' first seeds. Invariants: a
-//! state serves one call at a time, leased by a lock-free claim bit outside the state page
-//! (which the kernel may drop); the function is found without `dlsym` (signal-safe).
+//! state serves one call at a time, leased by a claim bit ([`crate::claims`]) outside the
+//! state page (which the kernel may drop); the function is found without `dlsym`.
 
+use crate::claims;
 use crate::error::Error;
 use core::cell::Cell;
 use core::ffi::{c_uint, c_void};
@@ -29,7 +30,7 @@ static STATE_PAGE: AtomicPtr<u8> = AtomicPtr::new(null_mut());
 /// or `reseed_all`) is zeroed first, so the vDSO takes a new key for it from the kernel.
 static STAMPS: [AtomicU64; MAX_STATES] = [const { AtomicU64::new(0) }; MAX_STATES];
 /// Bit `i` set: state `i` is leased to a call under way.
-static CLAIMS: AtomicU32 = AtomicU32::new(0);
+static CLAIMS: [AtomicUsize; 1] = [AtomicUsize::new(0)];
 
 std::thread_local! {
     /// Leases under way on this thread (2 if a signal handler's interrupted one); no destructor.
@@ -216,12 +217,13 @@ fn leased<R>(f: impl FnOnce(*mut c_void, usize) -> R) -> Option<R> {
     let page = state_page()?;
     // Counted around claim and release, for a fork from a signal handler in between.
     LEASES.with(|l| l.set(l.get() + 1));
-    let result = claim().map(|index| {
+    let states = STATES.load(Ordering::Relaxed) as usize;
+    let result = claims::claim(&CLAIMS, states).map(|index| {
         // SAFETY: `index < STATES`, and STATES states of `STATE_LEN` bytes fit in the
         // mapped page, so state `index` lies inside it.
-        let state = unsafe { page.add(index as usize * STATE_LEN.load(Ordering::Relaxed)) };
-        let result = f(state.cast(), index as usize);
-        CLAIMS.fetch_and(!(1 << index), Ordering::Release);
+        let state = unsafe { page.add(index * STATE_LEN.load(Ordering::Relaxed)) };
+        let result = f(state.cast(), index);
+        claims::release(&CLAIMS, index);
         result
     });
     LEASES.with(|l| l.set(l.get() - 1));
@@ -253,22 +255,12 @@ fn state_page() -> Option<*mut u8> {
     }
 }
 
-/// Leases the first free state: its index.
-fn claim() -> Option<u32> {
-    let states = STATES.load(Ordering::Relaxed);
-    let all = u32::MAX.checked_shr(32 - states).unwrap_or(0);
-    let first_free = |claims: u32| (!claims & all != 0).then(|| (!claims & all).trailing_zeros());
-    let take_first = |claims: u32| Some(claims | 1 << first_free(claims)?);
-    let claimed = CLAIMS.fetch_update(Ordering::Acquire, Ordering::Relaxed, take_first);
-    first_free(claimed.ok()?)
-}
-
 /// In a forked child: clears the claims (the parent's other threads are gone) unless the
 /// fork interrupted a lease of this thread, whose claim is unknown; then every claim stays,
 /// those states unused, never shared. Async-signal-safe: a thread-local read, a store.
 pub(crate) fn reset_after_fork() {
     if LEASES.try_with(Cell::get).unwrap_or(1) == 0 {
-        CLAIMS.store(0, Ordering::Relaxed);
+        claims::reset(&CLAIMS, None);
     }
 }
 
@@ -348,7 +340,7 @@ mod tests {
         let (held, release) = (std::sync::Barrier::new(2), std::sync::Barrier::new(2));
         let claims_in_child = || {
             let bytes = child::run(How::Fork, |pipe| {
-                pipe.send(&CLAIMS.load(Ordering::Relaxed).to_le_bytes());
+                pipe.send(&(CLAIMS[0].load(Ordering::Relaxed) as u32).to_le_bytes());
                 0
             })
             .expect_success("forked child");

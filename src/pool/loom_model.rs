@@ -10,7 +10,7 @@
 //! is given back, or by loom's report of accesses that no happens-before orders (the
 //! claim's acquire and the release's release are what order them).
 
-use super::claims::{self, WORD_BITS};
+use crate::claims::{self, WORD_BITS};
 use loom::cell::UnsafeCell;
 use loom::sync::Arc;
 use loom::sync::atomic::AtomicUsize;

@@ -10,10 +10,10 @@
 
 use core::sync::atomic::{AtomicUsize, Ordering};
 
-pub(super) const WORD_BITS: usize = usize::BITS as usize;
+pub(crate) const WORD_BITS: usize = usize::BITS as usize;
 
 /// An atomic claim word: [`AtomicUsize`] here, `loom`'s in the model tests.
-pub(super) trait Word {
+pub(crate) trait Word {
     fn load(&self, order: Ordering) -> usize;
     fn compare_exchange_weak(
         &self,
@@ -60,7 +60,7 @@ word!(AtomicUsize);
 word!(loom::sync::atomic::AtomicUsize);
 
 /// The bits of word `w` that stand for slots of a chunk of `slots` slots.
-pub(super) fn mask(slots: usize, w: usize) -> usize {
+pub(crate) fn mask(slots: usize, w: usize) -> usize {
     match slots.saturating_sub(w * WORD_BITS) {
         0 => 0,
         n if n >= WORD_BITS => usize::MAX,
@@ -70,7 +70,7 @@ pub(super) fn mask(slots: usize, w: usize) -> usize {
 
 /// Claims the first free slot of a chunk of `slots` slots: its index, or `None` when every
 /// slot is claimed. Lock-free and allocation-free: a compare-and-swap loop per word.
-pub(super) fn claim<W: Word>(words: &[W], slots: usize) -> Option<usize> {
+pub(crate) fn claim<W: Word>(words: &[W], slots: usize) -> Option<usize> {
     for (w, word) in words.iter().enumerate() {
         let mask = mask(slots, w);
         let mut now = word.load(Ordering::Relaxed);
@@ -94,14 +94,14 @@ pub(super) fn claim<W: Word>(words: &[W], slots: usize) -> Option<usize> {
 
 /// Releases slot `i`, which the caller claimed. Release: the caller's writes to the slot
 /// (its zeroing) happen before the next claim of it.
-pub(super) fn release<W: Word>(words: &[W], i: usize) {
+pub(crate) fn release<W: Word>(words: &[W], i: usize) {
     words[i / WORD_BITS].fetch_and(!(1 << (i % WORD_BITS)), Ordering::Release);
 }
 
 /// Clears every claim but `keep`'s (a slot the caller holds), which stays set throughout:
 /// one store per word. Async-signal-safe. Sound only where no other owner of a claim
 /// exists, as in a forked child's handler.
-pub(super) fn reset<W: Word>(words: &[W], keep: Option<usize>) {
+pub(crate) fn reset<W: Word>(words: &[W], keep: Option<usize>) {
     for (w, word) in words.iter().enumerate() {
         let bits = match keep {
             Some(i) if i / WORD_BITS == w => 1 << (i % WORD_BITS),
