@@ -17,14 +17,20 @@ adds the date, load averages and the syscall count.
 
 Usage: scripts/bench-report.py [--criterion DIR] [--doc FILE] [--out FILE] [--targets FILE]
                                [--plot FILE] [--readme FILE | --no-readme]
+       scripts/bench-report.py --sweep DIR [--doc FILE] [--out FILE] [--plot FILE]
   --doc   the document whose regions are filled (default docs/BENCHMARKS.md)
   --out   where the filled document goes (default: --doc itself)
+  --sweep the size sweep instead (scripts/bench-sweep.sh): the region `size-sweep` only,
+          from the harness's output in DIR, and its plot (default docs/img/size-sweep.png);
+          the other regions, and README, are left as they are. The criterion report leaves
+          the sweep's region as it is.
 The plot needs matplotlib; without it the tables are still written and a note is printed.
 """
 
 import argparse
 import json
 import os
+import statistics
 import platform
 import re
 import subprocess
@@ -398,12 +404,15 @@ def thread_memory(info):
     return out
 
 
-def fill_regions(doc, rendered):
-    """`doc` with every marked region replaced by its rendering; exits on an unknown one."""
+def fill_regions(doc, rendered, keep=()):
+    """`doc` with every marked region replaced by its rendering (those named in `keep` left
+    as they are); exits on an unknown one."""
     seen = set()
 
     def one(m):
         name = m.group(1)
+        if name in keep:
+            return m.group(0)
         if name not in rendered:
             sys.exit(f"bench-report: the document has a region this script does not know: {name}")
         seen.add(name)
@@ -480,6 +489,261 @@ def headline(rep):
     return "\n".join(lines)
 
 
+# ---- the size sweep (scripts/bench-sweep.sh, benches/harness/size_sweep.rs) -------------
+
+SWEEP_REGION = "size-sweep"
+SWEEP_PEERS = ["rand::rng()", "ChaCha20Rng"]
+# Targets: fkrng's time ÷ rand::rng()'s on the AVX-512 path; the throughput from one size
+# of the sweep to the next larger one (from 64 B on), on every path; 1 MiB fills against
+# the best figure of `openssl speed -evp chacha20`.
+SWEEP_RAND_AT_MOST = 1.15
+SWEEP_STEP_AT_LEAST = 0.90
+SWEEP_STEP_FROM = 64
+SWEEP_OPENSSL_AT_LEAST = 0.95
+PATH_ORDER = ["avx512", "avx2", "portable"]
+
+
+def load_sweep(directory):
+    """{path: {(generator, size): {round: ns per call}}} from the harness's output files."""
+    runs = {}
+    for f in sorted(directory.glob("*.tsv")):
+        samples = {}
+        path = f.stem
+        for line in f.read_text().splitlines():
+            parts = line.split("\t")
+            if parts[0] == "path":
+                path = parts[1]
+                continue
+            generator, size, rnd, ns = parts
+            samples.setdefault((generator, int(size)), {})[int(rnd)] = float(ns)
+        if samples:
+            runs[path] = samples
+    order = {p: i for i, p in enumerate(PATH_ORDER)}
+    return dict(sorted(runs.items(), key=lambda kv: order.get(kv[0], len(order))))
+
+
+def load_openssl(directory):
+    """{"full": best bytes/s, "no-avx512": best bytes/s} over the runs and block sizes."""
+    best = {}
+    path = directory / "openssl.txt"
+    if not path.exists():
+        return best
+    for line in path.read_text().splitlines():
+        kind, *values = line.split()
+        for v in values:
+            rate = float(v.rstrip("k")) * (1000 if v.endswith("k") else 1)
+            best[kind] = max(best.get(kind, 0.0), rate)
+    return best
+
+
+# Sweep figures are this percentile of a measurement over the rounds: other work on the
+# machine only ever slows a batch, so a low percentile is the time of an undisturbed one.
+SWEEP_PERCENTILE = 10
+
+
+class Sweep:
+    def __init__(self, runs):
+        self.runs = runs
+
+    def sizes(self, path):
+        return sorted({n for (_, n) in self.runs[path]})
+
+    def time(self, path, generator, size):
+        """The SWEEP_PERCENTILE-th percentile of the ns per call over the rounds."""
+        values = self.runs[path].get((generator, size))
+        if not values:
+            return None
+        ordered = sorted(values.values())
+        return ordered[(len(ordered) - 1) * SWEEP_PERCENTILE // 100]
+
+    def ratio(self, path, peer, size):
+        """fkrng's time ÷ the peer's."""
+        a, b = self.time(path, "fkrng", size), self.time(path, peer, size)
+        return None if a is None or b is None else a / b
+
+    def step(self, path, smaller, larger):
+        """fkrng's throughput at `larger` ÷ at `smaller`."""
+        a, b = self.time(path, "fkrng", smaller), self.time(path, "fkrng", larger)
+        return None if a is None or b is None else (larger / b) / (smaller / a)
+
+
+def sweep_tables(sw, openssl, info):
+    paths = list(sw.runs)
+    first = paths[0]
+    facts = machine()
+    lines = [f"Run of {info.get('date', 'unknown date')} UTC (commit {info.get('commit', '?')}): "
+             f"{facts['CPU']}, {facts['Logical CPUs']} logical CPUs ({facts['SIMD (cpuinfo)']}), "
+             f"Linux {facts['Kernel']}, {facts['rustc']}; {info.get('rounds', '?')} rounds per "
+             f"path, pinned to CPU {info.get('pinned_cpu', 'none')}; load average "
+             f"{info.get('load_before', '?')} before, {info.get('load_after', '?')} after.",
+             "",
+             f"Time per call (the {SWEEP_PERCENTILE}th percentile over the rounds); fkrng's time "
+             "as a multiple of `rand::rng()`'s in the same run in brackets. The `rand::rng()` "
+             f"and `ChaCha20Rng` columns are from the {first} run (each path's run measures "
+             "them too, and its ratios use its own).",
+             ""]
+    header = ["request"] + [f"fkrng, {p}" for p in paths] + [f"{g} ({first})" for g in SWEEP_PEERS]
+    rows = []
+    for n in sw.sizes(first):
+        row = [fmt_size(n)]
+        for p in paths:
+            t = sw.time(p, "fkrng", n)
+            x = sw.ratio(p, "rand::rng()", n)
+            row.append("–" if t is None else f"{fmt_time(t)} ({x:.2f}×)")
+        for g in SWEEP_PEERS:
+            row.append(fmt_time(sw.time(first, g, n)))
+        rows.append(row)
+    lines.append(table(header, rows))
+    lines += ["", "Throughput, and in brackets fkrng's throughput ÷ that of the next smaller size:", ""]
+    header = ["request"] + [f"fkrng, {p}" for p in paths] + [f"{g} ({first})" for g in SWEEP_PEERS]
+    rows = []
+    sizes = sw.sizes(first)
+    for i, n in enumerate(sizes):
+        row = [fmt_size(n)]
+        for p in paths:
+            t = sw.time(p, "fkrng", n)
+            step = sw.step(p, sizes[i - 1], n) if i > 0 else None
+            cell = fmt_rate(n / (t * 1e-9)) if t else "–"
+            row.append(cell if step is None else f"{cell} ({step:.2f})")
+        for g in SWEEP_PEERS:
+            t = sw.time(first, g, n)
+            row.append(fmt_rate(n / (t * 1e-9)) if t else "–")
+        rows.append(row)
+    lines.append(table(header, rows))
+    if openssl:
+        parts = [f"{fmt_rate(openssl['full'])} as it comes" if "full" in openssl else None,
+                 f"{fmt_rate(openssl['no-avx512'])} with its AVX-512 code masked off "
+                 "(`OPENSSL_ia32cap=\":~0x10000\"`)" if "no-avx512" in openssl else None]
+        lines += ["", f"`openssl speed -evp chacha20` ({info.get('openssl', 'OpenSSL')}), best "
+                  "figure of three runs over its block sizes: "
+                  + ", ".join(x for x in parts if x) + "."]
+    lines += ["", "Targets of this run:", "", table(["target", "measured", "required", "met"],
+                                                   sweep_checks(sw, openssl))]
+    return "\n".join(lines)
+
+
+def sweep_checks(sw, openssl):
+    rows = []
+
+    def check(what, value, bound, kind, where=""):
+        if value is None:
+            rows.append([what, "not measured", f"{kind} {bound:g}", "–"])
+            return
+        ok = value <= bound if kind == "<=" else value >= bound
+        rows.append([what, f"{value:.3g}{where}", f"{kind} {bound:g}", "yes" if ok else "**no**"])
+
+    if "avx512" in sw.runs:
+        worst = max(((sw.ratio("avx512", "rand::rng()", n), n) for n in sw.sizes("avx512")),
+                    key=lambda x: x[0] or 0)
+        check("avx512: fkrng's time ÷ rand::rng()'s, largest over the sizes", worst[0],
+              SWEEP_RAND_AT_MOST, "<=", f" ({fmt_size(worst[1])})")
+    for p in sw.runs:
+        sizes = [n for n in sw.sizes(p) if n >= SWEEP_STEP_FROM]
+        steps = [(sw.step(p, a, b), a, b) for a, b in zip(sizes, sizes[1:])]
+        steps = [s for s in steps if s[0] is not None]
+        if steps:
+            low = min(steps)
+            check(f"{p}: throughput ÷ the next smaller size's, smallest from "
+                  f"{fmt_size(SWEEP_STEP_FROM)}", low[0], SWEEP_STEP_AT_LEAST, ">=",
+                  f" ({fmt_size(low[1])} to {fmt_size(low[2])})")
+    if "full" in openssl:
+        for p in sw.runs:
+            t = sw.time(p, "fkrng", 1 << 20)
+            value = None if t is None else ((1 << 20) / (t * 1e-9)) / openssl["full"]
+            if p == "avx512" or "avx512" not in sw.runs:
+                check(f"{p}: 1 MiB fills ÷ openssl's best", value, SWEEP_OPENSSL_AT_LEAST, ">=")
+    return rows
+
+
+def sweep_plot(sw, path):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    paths = list(sw.runs)
+    first = paths[0]
+    sizes = sw.sizes(first)
+    # Left: the whole sweep (log scale); right: the sizes from 512 B to 4 KiB, evenly
+    # spaced, so that 991, 992, 993, 1,024 and 1,025 bytes each have a place of their own.
+    near = [n for n in sizes if 512 <= n <= 4096]
+    fig, axes = plt.subplots(2, 2, figsize=(12, 8), dpi=100, sharex="col",
+                             gridspec_kw={"height_ratios": [3, 2], "width_ratios": [3, 2]})
+
+    def gib(n, t):
+        return None if t is None else n / (t * 1e-9) / (1 << 30)
+
+    for col, ns in enumerate((sizes, near)):
+        top, bottom = axes[0][col], axes[1][col]
+        xs = ns if col == 0 else list(range(len(ns)))
+        for p in paths:
+            top.plot(xs, [gib(n, sw.time(p, "fkrng", n)) for n in ns], "-", marker="o",
+                     markersize=3, label=f"fkrng, {p}")
+            bottom.plot(xs, [sw.ratio(p, "rand::rng()", n) for n in ns], "-", marker="o",
+                        markersize=3, label=f"fkrng, {p}")
+        for g in SWEEP_PEERS:
+            top.plot(xs, [gib(n, sw.time(first, g, n)) for n in ns], "--", marker=".",
+                     markersize=3, label=f"{g} ({first} run)")
+        bottom.axhline(1.0, color="grey", linewidth=0.8)
+        bottom.axhline(SWEEP_RAND_AT_MOST, color="grey", linewidth=0.8, linestyle=":",
+                       label=f"{SWEEP_RAND_AT_MOST}× (target on avx512)")
+        for ax in (top, bottom):
+            ax.axvline(992 if col == 0 else ns.index(992) if 992 in ns else 0, color="grey",
+                       linewidth=0.8, linestyle=":")
+            ax.grid(True, alpha=0.3)
+        if col == 0:
+            for ax in (top, bottom):
+                ax.set_xscale("log", base=2)
+                ax.minorticks_off()
+            ticks = [n for n in sizes if n & (n - 1) == 0][::2]
+            top.set_ylabel("throughput (GiB/s, one thread)")
+            bottom.set_ylabel("fkrng's time ÷ rand::rng()'s")
+            top.set_title("every size, 1 B to 1 MiB")
+            top.legend(fontsize=8)
+            bottom.legend(fontsize=8)
+            bottom.set_xticks(ticks)
+            bottom.set_xticklabels([fmt_size(n).replace(" ", "\u00a0") for n in ticks],
+                                   fontsize=7, rotation=45)
+        else:
+            top.set_title("512 B to 4 KiB, each size of the sweep")
+            bottom.set_xticks(xs)
+            bottom.set_xticklabels([fmt_size(n).replace(" ", "\u00a0") for n in ns],
+                                   fontsize=7, rotation=45)
+        bottom.set_xlabel("request size (dotted line: 992 B, the buffer)")
+    fig.suptitle("fkrng::fill by request size on each keystream path")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    return True
+
+
+def sweep_main(args, out):
+    sw = Sweep(load_sweep(args.sweep))
+    if not sw.runs:
+        sys.exit(f"bench-report: no size sweep results under {args.sweep}")
+    info = run_info(args.sweep)
+    openssl = load_openssl(args.sweep)
+    plot_path = args.plot or ROOT / "docs" / "img" / "size-sweep.png"
+    plotted = sweep_plot(sw, plot_path)
+    if not plotted:
+        print("bench-report: note: matplotlib not found, plot not drawn "
+              "(apt-get install python3-matplotlib, or pip install matplotlib)", file=sys.stderr)
+    rendered = {SWEEP_REGION: lambda: sweep_tables(sw, openssl, info)}
+    doc = args.doc.read_text()
+    others = {m.group(1) for m in REGION.finditer(doc)} - {SWEEP_REGION}
+    text, seen = fill_regions(doc, rendered, keep=others)
+    if SWEEP_REGION not in seen:
+        sys.exit(f"bench-report: {args.doc} has no region {SWEEP_REGION}")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text)
+    print(f"bench-report: wrote the size sweep to {out}" + (f" and {plot_path}" if plotted else ""))
+    for what, measured, bound, ok in sweep_checks(sw, openssl):
+        if ok != "yes":
+            print(f"bench-report: target not met or not measured: {what}: {measured} (required {bound})")
+
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--criterion", type=Path,
@@ -487,11 +751,15 @@ def main():
     ap.add_argument("--doc", type=Path, default=ROOT / "docs" / "BENCHMARKS.md")
     ap.add_argument("--out", type=Path)
     ap.add_argument("--targets", type=Path, default=ROOT / "docs" / "bench-targets.toml")
-    ap.add_argument("--plot", type=Path, default=ROOT / "docs" / "img" / "throughput.png")
+    ap.add_argument("--plot", type=Path)
     ap.add_argument("--readme", type=Path, default=ROOT / "README.md")
     ap.add_argument("--no-readme", action="store_true")
+    ap.add_argument("--sweep", type=Path)
     args = ap.parse_args()
     out = args.out or args.doc
+    if args.sweep is not None:
+        sweep_main(args, out)
+        return
 
     results = load(args.criterion)
     if not results:
@@ -500,13 +768,14 @@ def main():
     rep.check_targets(tomllib.loads(args.targets.read_text())["target"])
     info = run_info(args.criterion)
 
+    args.plot = args.plot or ROOT / "docs" / "img" / "throughput.png"
     plotted = plot(results, args.plot)
     if not plotted:
         print("bench-report: note: matplotlib not found, plot not drawn "
               "(apt-get install python3-matplotlib, or pip install matplotlib)", file=sys.stderr)
 
     rendered = regions(rep, info)
-    text, seen = fill_regions(args.doc.read_text(), rendered)
+    text, seen = fill_regions(args.doc.read_text(), rendered, keep={SWEEP_REGION})
     if not seen:
         sys.exit(f"bench-report: {args.doc} has no marked regions")
     for name in sorted(set(rendered) - seen):
