@@ -614,7 +614,8 @@ def sweep_tables(sw, openssl, info):
         parts = [f"{fmt_rate(openssl['full'])} as it comes" if "full" in openssl else None,
                  f"{fmt_rate(openssl['no-avx512'])} with its AVX-512 code masked off "
                  "(`OPENSSL_ia32cap=\":~0x10000\"`)" if "no-avx512" in openssl else None]
-        lines += ["", f"`openssl speed -evp chacha20` ({info.get('openssl', 'OpenSSL')}), best "
+        version = info.get("openssl", "OpenSSL").split(" (")[0]
+        lines += ["", f"`openssl speed -evp chacha20` ({version}), best "
                   "figure of three runs over its block sizes: "
                   + ", ".join(x for x in parts if x) + "."]
     lines += ["", "Targets of this run:", "", table(["target", "measured", "required", "met"],
