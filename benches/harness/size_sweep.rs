@@ -16,17 +16,19 @@
 //! fkrng the thread's buffer is emptied, so that requests of 992 bytes and more are direct
 //! fills from the first call on, as they are in a loop of one size.
 //!
-//! Usage: `size_sweep [ROUNDS] [BATCH_US]` (defaults 101 and 100). Prints the keystream
+//! Usage: `size_sweep [ROUNDS] [BATCH_US] [SIZE,...]` (defaults 101, 100 and no sizes
+//! beyond the sweep's; each from 1 to 1,048,576). Prints the keystream
 //! path, then one line per measurement: `generator<TAB>bytes<TAB>round<TAB>ns per call`.
 
 use rand_core::{Rng, SeedableRng};
 use std::hint::black_box;
 use std::time::Instant;
 
-/// The sizes: powers of two from 1 B to 1 MiB and the sizes around the buffer.
-fn sizes() -> Vec<usize> {
+/// The sizes: powers of two from 1 B to 1 MiB, the sizes around the buffer, and `extra`.
+fn sizes(extra: &[usize]) -> Vec<usize> {
     let mut sizes: Vec<usize> = (0..=20).map(|k| 1 << k).collect();
     sizes.extend([991, 992, 993, 1025, 1984]);
+    sizes.extend(extra);
     sizes.sort_unstable();
     sizes.dedup();
     sizes
@@ -46,7 +48,18 @@ fn arg(n: usize, default: u64) -> u64 {
 fn main() {
     let rounds = arg(1, 101);
     let batch_ns = arg(2, 100) * 1000;
-    let sizes = sizes();
+    let extra: Vec<usize> = std::env::args().nth(3).map_or(Vec::new(), |list| {
+        list.split(',')
+            .map(|s| match s.parse() {
+                Ok(n) if (1..=1 << 20).contains(&n) => n,
+                _ => {
+                    eprintln!("size_sweep: not a size from 1 to 1048576: {s:?}");
+                    std::process::exit(2)
+                }
+            })
+            .collect()
+    });
+    let sizes = sizes(&extra);
     let mut buf = vec![0u8; 1 << 20];
     let mut rand_rng = rand::rng();
     let mut chacha = chacha20::ChaCha20Rng::from_seed(fkrng::array());
