@@ -53,58 +53,103 @@ pub(crate) fn write_blocks(key: &[u8; KEY_LEN], counter: u64, out: &mut [Block])
     }
 }
 
-/// Writes the keystream from the start of block `counter` into `out`, any number of bytes,
-/// in a scrubbed callee ([`scrub::below`]).
-#[inline]
-#[cfg_attr(not(test), allow(dead_code))] // direct fills use `direct_fill_in_place`
-pub(crate) fn write_bytes(key: &[u8; KEY_LEN], counter: u64, out: &mut [u8]) {
-    scrub::below(|| write_bytes_below(key, counter, out));
-}
-
 /// The keystream of a direct fill, in one scrubbed computation: blocks 16 on under the key
 /// in the first 32 bytes of `blocks` into `rest`, then blocks 0..16 over `blocks` (as
-/// [`refill_in_place`]).
+/// [`refill_in_place`]). Computes no block that `rest` does not reach where whole passes
+/// leave one block (`keystream/rider.rs`).
 #[inline]
 pub(crate) fn direct_fill_in_place(blocks: &mut [Block; 16], rest: &mut [u8]) {
-    scrub::below(|| {
-        write_bytes_below(key_of(&blocks[0]), 16, rest);
-        refill_below(blocks);
-    });
+    scrub::below(|| direct_fill_below(blocks, rest));
 }
 
-/// [`write_bytes`] unscrubbed: whole kernel passes straight into `out`, the rest (under
-/// eight blocks) through a scratch array that is wiped afterwards.
+/// [`direct_fill_in_place`] unscrubbed.
+#[inline(never)]
+fn direct_fill_below(blocks: &mut [Block; 16], rest: &mut [u8]) {
+    let needed = rest.len().div_ceil(BLOCK_LEN);
+    let rider = dispatch::selected()
+        .rider
+        .filter(|_| needed % TAIL_BLOCKS == 1);
+    let Some(write_refill_and_block) = rider else {
+        write_bytes_below(key_of(&blocks[0]), 16, rest);
+        refill_below(blocks);
+        return;
+    };
+    // Whole passes for all blocks but the last, which goes through a wiped scratch block.
+    let (head, last) = rest.split_at_mut((needed - 1) * BLOCK_LEN);
+    write_blocks(key_of(&blocks[0]), 16, head.as_chunks_mut().0);
+    let mut words = dispatch::key_words(key_of(&blocks[0]));
+    let mut scratch = [0u8; BLOCK_LEN];
+    // SAFETY: the kernel is the selected row's, which this CPU has (`selected` panics on a
+    // pin to a row it lacks).
+    unsafe { write_refill_and_block(&words, blocks, 15 + needed as u64, &mut scratch) };
+    crate::probe::kernel_call(3);
+    last.copy_from_slice(&scratch[..last.len()]);
+    scratch.zeroize();
+    words.zeroize();
+}
+
+/// Writes the keystream from the start of block `counter` into `out`, any number of bytes:
+/// whole passes of the widest kernel straight into `out`, the rest through
+/// [`write_through_scratch`]. Unscrubbed ([`scrub::below`]).
 #[inline(never)]
 fn write_bytes_below(key: &[u8; KEY_LEN], counter: u64, out: &mut [u8]) {
     if small_stack::IN_USE {
         small_stack::write(key, counter, out);
         return;
     }
+    let row = dispatch::selected();
+    let lanes = row
+        .passes
+        .first()
+        .map_or(TAIL_BLOCKS, |kernel| kernel.lanes);
     let (blocks, _) = out.as_chunks_mut::<BLOCK_LEN>();
-    let whole = blocks.len() - blocks.len() % TAIL_BLOCKS;
+    let whole = blocks.len() - blocks.len() % lanes;
     write_blocks(key, counter, &mut blocks[..whole]);
-    let rest = &mut out[whole * BLOCK_LEN..];
-    if rest.is_empty() {
-        return;
+    let (counter, rest) = (
+        counter.wrapping_add(whole as u64),
+        &mut out[whole * BLOCK_LEN..],
+    );
+    // A scratch of one pass: sixteen blocks only where the passes are that wide, so that
+    // the eight-block paths, whose kernels use more stack, stay within the scrub.
+    match lanes {
+        _ if rest.is_empty() => {}
+        16 => write_through_scratch::<16>(row, key, counter, rest),
+        _ => write_through_scratch::<TAIL_BLOCKS>(row, key, counter, rest),
     }
-    let mut scratch = [[0u8; BLOCK_LEN]; TAIL_BLOCKS];
-    let counter = counter.wrapping_add(whole as u64);
-    if let Some(tail) = dispatch::selected().tail {
-        let mut words = dispatch::key_words(key);
-        // SAFETY: the tail kernel is the selected row's, which this CPU has (`selected`
-        // panics on a pin to a row it lacks).
-        unsafe { tail(&words, counter, &mut scratch) };
-        words.zeroize();
-        crate::probe::kernel_call(2);
-    } else {
-        // All eight blocks (one AVX2 pass where the row has one) if more than two are
-        // needed, else just those: the break-even in docs/BENCHMARKS.md.
-        let needed = rest.len().div_ceil(BLOCK_LEN);
-        let computed = if needed > 2 { TAIL_BLOCKS } else { needed };
-        write_blocks(key, counter, &mut scratch[..computed]);
-    }
+}
+
+/// Writes the keystream from the start of block `counter` into `rest` (under `N` blocks)
+/// through a scratch array of `N` blocks, wiped afterwards: with the tail kernel up to
+/// eight blocks, else a pass of `N` blocks if more than two are needed (one AVX2 pass where
+/// `N` is 8), else just those blocks (from the crate): the break-even in docs/BENCHMARKS.md.
+#[inline(never)]
+fn write_through_scratch<const N: usize>(
+    row: &dispatch::Row,
+    key: &[u8; KEY_LEN],
+    counter: u64,
+    rest: &mut [u8],
+) {
+    let mut scratch = [[0u8; BLOCK_LEN]; N];
+    let needed = rest.len().div_ceil(BLOCK_LEN);
+    let computed = match row.tail {
+        Some(tail) if needed <= TAIL_BLOCKS => {
+            let mut words = dispatch::key_words(key);
+            let eight = scratch.first_chunk_mut().expect("at least eight blocks");
+            // SAFETY: the tail kernel is the selected row's, which this CPU has (`selected`
+            // panics on a pin to a row it lacks).
+            unsafe { tail(&words, counter, eight) };
+            words.zeroize();
+            crate::probe::kernel_call(2);
+            TAIL_BLOCKS
+        }
+        _ => {
+            let computed = if needed > 2 { N } else { needed };
+            write_blocks(key, counter, &mut scratch[..computed]);
+            computed
+        }
+    };
     rest.copy_from_slice(&scratch.as_flattened()[..rest.len()]);
-    scratch.as_flattened_mut().zeroize();
+    scratch[..computed].as_flattened_mut().zeroize();
 }
 
 /// Overwrites `blocks` with keystream blocks 0..16 of the key in the first 32 bytes of
@@ -154,6 +199,7 @@ mod avx2;
 mod avx512;
 mod dispatch;
 mod path;
+mod rider;
 mod scrub;
 mod small_stack;
 

@@ -74,7 +74,8 @@ pub(crate) fn at(point: Point) {
     let _ = point;
 }
 
-/// Counts a call of keystream kernel `which` (0: sixteen blocks, 1: eight, 2: the tail) on
+/// Counts a call of keystream kernel `which` (0: sixteen blocks, 1: eight, 2: the tail, 3: a refill
+/// with a rider) on
 /// this thread (unit tests only).
 #[inline(always)]
 pub(crate) fn kernel_call(which: usize) {
@@ -93,9 +94,9 @@ pub(crate) mod hooks {
     use core::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 
     std::thread_local! {
-        /// Kernel calls on this thread: sixteen-block, eight-block, tail.
-        pub(crate) static KERNEL_CALLS: core::cell::Cell<[u64; 3]> =
-            const { core::cell::Cell::new([0; 3]) };
+        /// Kernel calls on this thread: sixteen-block, eight-block, tail, refill with a rider.
+        pub(crate) static KERNEL_CALLS: core::cell::Cell<[u64; 4]> =
+            const { core::cell::Cell::new([0; 4]) };
     }
 
     /// A thread's state slot as it was released at thread exit.

@@ -4,6 +4,7 @@
 //! re-read from the caller's array at each use ([`key_word`]), so the compiler has nothing
 //! key-derived to spill (the caller scrubs the stack all the same).
 
+use super::rider::Rider;
 use super::{Block, SIGMA, TAIL_BLOCKS};
 use core::arch::x86_64::*;
 
@@ -108,6 +109,31 @@ fn store_pass(x: &[__m512i; 16], out: &mut [Block]) {
 /// out.len()` at most 2^32 (`PassKernel::usable`).
 #[target_feature(enable = "avx512f")]
 pub(super) unsafe fn write_blocks(key: &[u32; 8], counter: u64, out: &mut [Block]) {
+    passes(key, counter, out, |_| {});
+}
+
+/// Keystream blocks 0..16 into `refill` (one pass) and block `counter` into `extra`, which
+/// rides along the pass ([`Rider`]).
+///
+/// # Safety
+/// The CPU must have AVX-512F.
+#[target_feature(enable = "avx512f")]
+pub(super) unsafe fn write_refill_and_block(
+    key: &[u32; 8],
+    refill: &mut [Block; 16],
+    counter: u64,
+    extra: &mut Block,
+) {
+    let mut rider = Rider::new(key, counter);
+    passes(key, 0, refill, |q| rider.quarter(q));
+    rider.finish(key, counter, extra);
+}
+
+/// [`write_blocks`], calling `each` with every quarter round's word indices after the
+/// pass's own, in the same loop body, so that a rider's rounds interleave with the pass's.
+#[target_feature(enable = "avx512f")]
+#[inline]
+fn passes(key: &[u32; 8], counter: u64, out: &mut [Block], mut each: impl FnMut([usize; 4])) {
     debug_assert!(out.len().is_multiple_of(LANES) && counter + out.len() as u64 <= 1 << 32);
     let lane_offsets = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     let mut low = counter as u32;
@@ -122,6 +148,10 @@ pub(super) unsafe fn write_blocks(key: &[u32; 8], counter: u64, out: &mut [Block
             x[4 + i] = _mm512_set1_epi32(key_word(key, i) as i32);
         }
         x[12] = ctr;
+        let mut quarter = |x: &mut [__m512i; 16], q| {
+            quarter(x, q);
+            each(q);
+        };
         for _ in 0..10 {
             // Columns, then diagonals (RFC 8439, section 2.3).
             quarter(&mut x, [0, 4, 8, 12]);

@@ -36,6 +36,11 @@ impl PassKernel {
 pub(super) type TailKernel =
     unsafe fn(key: &[u32; 8], counter: u64, out: &mut [Block; TAIL_BLOCKS]);
 
+/// A refill with one more block riding along (`keystream/rider.rs`): blocks 0..16 into the
+/// refill and block `counter` into the last argument. Safety: as [`TailKernel`].
+pub(super) type RiderKernel =
+    unsafe fn(key: &[u32; 8], refill: &mut [Block; 16], counter: u64, extra: &mut Block);
+
 /// One keystream path's row of the table.
 pub(super) struct Row {
     /// The path, as [`keystream_path`] reports it.
@@ -45,6 +50,8 @@ pub(super) struct Row {
     pub(super) passes: &'static [PassKernel],
     /// For what the passes leave of a byte fill (`write_bytes_below`).
     pub(super) tail: Option<TailKernel>,
+    /// For a direct fill with one block past whole passes (`direct_fill_below`).
+    pub(super) rider: Option<RiderKernel>,
 }
 
 impl Row {
@@ -71,23 +78,29 @@ pub(super) const AVX2_PASS: PassKernel = PassKernel {
 /// The table, widest path first; the last row, the `chacha20` crate alone, runs anywhere.
 #[cfg(target_arch = "x86_64")]
 const TABLE: &[Row] = &[
-    row(
-        KeystreamPath::Avx512,
-        &[AVX512_PASS, AVX2_PASS],
-        Some(avx512::write_tail),
-    ),
-    row(KeystreamPath::Avx2, &[AVX2_PASS], None),
+    Row {
+        path: KeystreamPath::Avx512,
+        passes: &[AVX512_PASS, AVX2_PASS],
+        tail: Some(avx512::write_tail),
+        rider: Some(avx512::write_refill_and_block),
+    },
+    row(KeystreamPath::Avx2, &[AVX2_PASS]),
     PORTABLE,
 ];
 #[cfg(not(target_arch = "x86_64"))]
 const TABLE: &[Row] = &[PORTABLE];
-const PORTABLE: Row = row(KeystreamPath::Portable, &[], None);
+const PORTABLE: Row = row(KeystreamPath::Portable, &[]);
 /// `small_stack.rs` computes refills and byte fills; direct calls of `write_blocks` take the
 /// crate.
-const SMALL_STACK: Row = row(KeystreamPath::SmallStack, &[], None);
+const SMALL_STACK: Row = row(KeystreamPath::SmallStack, &[]);
 
-const fn row(path: KeystreamPath, passes: &'static [PassKernel], tail: Option<TailKernel>) -> Row {
-    Row { path, passes, tail }
+const fn row(path: KeystreamPath, passes: &'static [PassKernel]) -> Row {
+    Row {
+        path,
+        passes,
+        tail: None,
+        rider: None,
+    }
 }
 
 /// The keystream path that refills and direct fills take in this build on this CPU: the

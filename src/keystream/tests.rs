@@ -4,6 +4,11 @@
 use super::*;
 use crate::probe::hooks::KERNEL_CALLS;
 
+/// [`write_bytes_below`] in a scrubbed callee, as direct fills run it.
+fn write_bytes(key: &[u8; KEY_LEN], counter: u64, out: &mut [u8]) {
+    scrub::below(|| write_bytes_below(key, counter, out));
+}
+
 fn reference(key: &[u8; KEY_LEN], counter: u64, blocks: usize) -> Vec<Block> {
     let mut out = vec![[0u8; BLOCK_LEN]; blocks];
     with_crate(key, counter, &mut out);
@@ -65,6 +70,42 @@ fn avx512_tail_kernel_matches_the_chacha20_crate() {
             reference(&key, counter, 8),
             "counter {counter}"
         );
+    }
+}
+
+/// Each refill-with-rider kernel itself, with riders whose counters carry into the high word.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn rider_kernels_match_the_chacha20_crate() {
+    let kernels: [(fn() -> bool, dispatch::RiderKernel); 1] =
+        [(avx512::detected, avx512::write_refill_and_block)];
+    for (detected, kernel) in kernels.into_iter().filter(|(detected, _)| detected()) {
+        for (i, (key, _)) in kernel_cases().enumerate() {
+            let counter = [16u64, 17, (1 << 32) - 1, 1 << 32, u64::MAX][i % 5];
+            let (mut refill, mut extra) = ([[0u8; BLOCK_LEN]; 16], [0u8; BLOCK_LEN]);
+            // SAFETY: the kernel's instruction set was detected above.
+            unsafe { kernel(&dispatch::key_words(&key), &mut refill, counter, &mut extra) };
+            assert_eq!(refill.to_vec(), reference(&key, 0, 16), "{}", detected());
+            assert_eq!(extra, reference(&key, counter, 1)[0], "counter {counter}");
+        }
+    }
+}
+
+/// Direct fills of every tail length, with a rider or without, against the crate.
+#[test]
+fn direct_fills_match_the_crate_for_every_tail_length() {
+    let key = [0x6b; KEY_LEN];
+    let want = reference(&key, 0, 16 + 40);
+    let lengths = (0..=2200)
+        .step_by(9)
+        .chain([1, 64, 65, 512, 513, 577, 1025, 1089]);
+    for len in lengths {
+        let mut blocks = [[0u8; BLOCK_LEN]; 16];
+        blocks[0][..KEY_LEN].copy_from_slice(&key);
+        let mut rest = vec![0u8; len];
+        direct_fill_in_place(&mut blocks, &mut rest);
+        assert_eq!(blocks[..], want[..16], "refill, length {len}");
+        assert_eq!(rest[..], want[16..].as_flattened()[..len], "length {len}");
     }
 }
 
@@ -164,8 +205,8 @@ fn here() -> usize {
 }
 
 /// The scrub reaches deeper than every keystream computation of this build and CPU: a
-/// refill, a direct fill's blocks past the refill (whole passes and every tail length)
-/// and the `chacha20` crate alone, each measured on a painted stack, plus the red zone
+/// refill, a direct fill's blocks past the refill (whole passes and every tail length), a
+/// direct fill whose last block rides along its refill, and the `chacha20` crate alone, each measured on a painted stack, plus the red zone
 /// and signal-frame alignment below it.
 #[cfg(all(target_os = "linux", fkrng_test_hooks))]
 #[test]
@@ -187,6 +228,16 @@ fn scrub_covers_the_deepest_keystream_frame() {
         top
     }
     #[inline(never)]
+    fn direct_with_rider() -> usize {
+        let mut blocks = Box::new([[0x3cu8; BLOCK_LEN]; 16]);
+        let mut out = vec![0u8; 16 * BLOCK_LEN + 1];
+        let top = here();
+        for len in [1, BLOCK_LEN, out.len()] {
+            direct_fill_below(&mut blocks, core::hint::black_box(&mut out[..len]));
+        }
+        top
+    }
+    #[inline(never)]
     fn crate_alone() -> usize {
         let mut out = vec![[0u8; BLOCK_LEN]; 16];
         let top = here();
@@ -198,10 +249,11 @@ fn scrub_covers_the_deepest_keystream_frame() {
     let depths = [
         ("refill", refill as fn() -> usize),
         ("direct fill", direct),
+        ("direct fill with a rider", direct_with_rider),
         ("chacha20 crate", crate_alone),
     ]
     .map(|(name, f)| (name, deepest_below(f)));
-    let depths = &depths[..if small_stack::IN_USE { 2 } else { 3 }];
+    let depths = &depths[..if small_stack::IN_USE { 3 } else { 4 }];
     for &(name, depth) in depths {
         eprintln!(
             "{name}: {depth} bytes below the caller; scrub {} bytes",
@@ -233,12 +285,13 @@ fn small_stack_matches_the_chacha20_crate() {
 }
 
 /// Which kernels ran: a refill, a 24-block fill (a 16-block and an 8-block pass on the
-/// AVX-512 path) and a 100-byte direct fill (a two-block tail) call exactly the kernels
-/// of the path this build reports, and no other.
+/// AVX-512 path), a 100-byte fill (a two-block tail) and a direct fill of 513 bytes past
+/// the refill (an eight-block pass and a refill with a rider) call exactly the kernels of
+/// the path this build reports, and no other.
 #[test]
 fn the_kernels_that_ran_are_those_of_the_reported_path() {
     let key = [0x3c; KEY_LEN];
-    KERNEL_CALLS.set([0; 3]);
+    KERNEL_CALLS.set([0; 4]);
     let mut blocks = [[0u8; BLOCK_LEN]; 16];
     blocks[0][..KEY_LEN].copy_from_slice(&key);
     refill_in_place(&mut blocks);
@@ -246,12 +299,14 @@ fn the_kernels_that_ran_are_those_of_the_reported_path() {
     write_blocks(&key, 0, &mut fill);
     let mut tail = [0u8; 100];
     write_bytes(&key, 0, &mut tail);
+    direct_fill_in_place(&mut blocks, &mut [0; 8 * BLOCK_LEN + 1]);
     let expected = match keystream_path() {
-        KeystreamPath::Avx512 => [2, 1, 1],
-        // One call for the refill, one for the 24 blocks; the two-block tail goes to the
-        // crate (below the AVX2 kernel's break-even).
-        KeystreamPath::Avx2 => [0, 2, 0],
-        KeystreamPath::Portable | KeystreamPath::SmallStack => [0, 0, 0],
+        KeystreamPath::Avx512 => [2, 2, 1, 1],
+        // One call for the refill, one for the 24 blocks, two for the direct fill (its eight
+        // blocks and its refill); the two-block tail and the direct fill's last block go to
+        // the crate (below the AVX2 kernel's break-even).
+        KeystreamPath::Avx2 => [0, 4, 0, 0],
+        KeystreamPath::Portable | KeystreamPath::SmallStack => [0; 4],
     };
     assert_eq!(KERNEL_CALLS.get(), expected, "{}", keystream_path());
 }
