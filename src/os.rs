@@ -33,15 +33,12 @@ pub(crate) fn fill(dest: &mut [u8]) -> Result<(), Error> {
     allow(unused_variables)
 )]
 pub(crate) fn fill_new_thread(dest: &mut [u8], epoch: u64) -> Result<(), Error> {
-    crate::probe::count(crate::probe::Event::OsRead);
     #[cfg(all(target_os = "linux", target_arch = "x86_64", not(miri)))]
     if entropy::SYSCALL_ANSWERED.load(core::sync::atomic::Ordering::Relaxed) {
+        crate::probe::count(crate::probe::Event::OsRead);
         return entropy::or_device(dest, |dest| {
             vdso::fill(dest, epoch).unwrap_or_else(|| entropy::fill_by_syscall(dest))
         });
     }
-    #[cfg(all(any(target_os = "linux", target_os = "android"), not(miri)))]
-    return entropy::fill(dest);
-    #[cfg(any(not(any(target_os = "linux", target_os = "android")), miri))]
-    return getrandom::fill(dest).map_err(Error::from);
+    fill(dest)
 }

@@ -28,12 +28,8 @@ pub(crate) fn arm(destructor: unsafe extern "C" fn(*mut c_void)) -> bool {
             key = theirs;
         }
     }
+    let key = (key - 1) as libc::pthread_key_t;
     // Any non-null value makes the destructor run; it is never dereferenced.
-    // SAFETY: `key - 1` is a key this process created and never deletes.
-    unsafe {
-        libc::pthread_setspecific(
-            (key - 1) as libc::pthread_key_t,
-            core::ptr::dangling::<c_void>(),
-        ) == 0
-    }
+    // SAFETY: `key` is a key this process created and never deletes.
+    unsafe { libc::pthread_setspecific(key, core::ptr::dangling::<c_void>()) == 0 }
 }

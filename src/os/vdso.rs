@@ -178,10 +178,9 @@ unsafe fn lookup(image: usize, name: &[u8], version: &[u8]) -> Option<usize> {
     }
 }
 
-/// Fills `dest` from the vDSO; `None` where it has no `getrandom`, the state page cannot
-/// be mapped or every state is leased. A state last zeroed before `epoch` is zeroed first:
-/// no state that was in memory before a fork or `reseed_all` serves a seed after it.
-/// Errors: the system call's (the vDSO makes it).
+/// Fills `dest` from the vDSO with a state zeroed in `epoch` ([`STAMPS`]); `None` where it has
+/// no `getrandom`, the state page cannot be mapped or every state is leased. Errors: the
+/// system call's (the vDSO makes it).
 pub(super) fn fill(dest: &mut [u8], epoch: u64) -> Option<Result<(), Error>> {
     let function = function()?;
     let len = STATE_LEN.load(Ordering::Relaxed);
@@ -211,8 +210,7 @@ pub(super) fn fill(dest: &mut [u8], epoch: u64) -> Option<Result<(), Error>> {
     Some(filled)
 }
 
-/// Runs `f` with a free state leased to it alone, and its index; `None` if there is no
-/// page or state.
+/// Runs `f` with a free state leased to it alone, and its index; `None` without a free state.
 fn leased<R>(f: impl FnOnce(*mut c_void, usize) -> R) -> Option<R> {
     let page = state_page()?;
     // Counted around claim and release, for a fork from a signal handler in between.
