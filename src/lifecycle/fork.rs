@@ -6,6 +6,7 @@
 use crate::error::Error;
 use crate::os::atfork::{self, Handler};
 use crate::os::pages::{self, HONOURED, NOT_HONOURED};
+use Ordering::{Acquire, Relaxed, Release};
 use core::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, Ordering};
 
 /// The epoch alone on a 64-byte cache line, so that no frequently written static beside it
@@ -19,12 +20,12 @@ pub(crate) static EPOCH: EpochLine = EpochLine(AtomicU64::new(1));
 /// The current epoch (a relaxed load).
 #[inline(always)]
 pub(crate) fn epoch() -> u64 {
-    EPOCH.0.load(Ordering::Relaxed)
+    EPOCH.0.load(Relaxed)
 }
 
 /// Starts a new epoch: every thread reseeds before its next output.
 pub(crate) fn bump_epoch() {
-    EPOCH.0.fetch_add(1, Ordering::Relaxed);
+    EPOCH.0.fetch_add(1, Relaxed);
 }
 
 /// Counted by the prepare and child handlers; unlike [`EPOCH`], `reseed_all` leaves it alone.
@@ -33,7 +34,7 @@ static FORKS: AtomicU64 = AtomicU64::new(0);
 /// How many times the fork handlers ran in this process and its ancestors (a relaxed load):
 /// a read that sees it move was interrupted by a `fork` from a signal handler.
 pub(crate) fn forks() -> u64 {
-    FORKS.load(Ordering::Relaxed)
+    FORKS.load(Relaxed)
 }
 
 /// Forks under way in this process: counted up by the prepare handler, down by the parent
@@ -45,30 +46,29 @@ static FORKS_UNDER_WAY: AtomicU32 = AtomicU32::new(0);
 /// must neither reseed nor serve the state the child inherits; another thread that sees the
 /// count merely takes the one-off path once.
 pub(crate) fn fork_under_way() -> bool {
-    FORKS_UNDER_WAY.load(Ordering::Relaxed) != 0
+    FORKS_UNDER_WAY.load(Relaxed) != 0
 }
 
 /// The prepare handler: a fork under way and a new epoch, so that parent and child both
 /// reseed before their next output.
 extern "C" fn atfork_prepare() {
     // The count goes up first: a read that sees the new epoch sees the fork under way.
-    FORKS_UNDER_WAY.fetch_add(1, Ordering::Relaxed);
-    FORKS.fetch_add(1, Ordering::Relaxed);
+    FORKS_UNDER_WAY.fetch_add(1, Relaxed);
+    FORKS.fetch_add(1, Relaxed);
     bump_epoch();
 }
 
 /// The parent handler: this fork is no longer under way (the count never goes below 0).
 extern "C" fn atfork_parent() {
-    let _ =
-        FORKS_UNDER_WAY.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
+    let _ = FORKS_UNDER_WAY.fetch_update(Relaxed, Relaxed, |n| n.checked_sub(1));
 }
 
 /// The lifecycle's part of the child handler: a new epoch and no fork under way (the
 /// parent's other threads' forks do not continue here). Async-signal-safe.
 pub(crate) fn in_child() {
     bump_epoch();
-    FORKS.fetch_add(1, Ordering::Relaxed);
-    FORKS_UNDER_WAY.store(0, Ordering::Relaxed);
+    FORKS.fetch_add(1, Relaxed);
+    FORKS_UNDER_WAY.store(0, Relaxed);
 }
 
 const HANDLERS_UNREGISTERED: u8 = 0;
@@ -82,12 +82,11 @@ static HANDLERS: AtomicU8 = AtomicU8::new(HANDLERS_UNREGISTERED);
 /// once per process (Unix); a no-op elsewhere. On failure, [`Error`] with `pthread_atfork`'s
 /// error number (`ENOMEM`), and the next thread set-up tries again.
 pub(crate) fn register_atfork(child: Handler) -> Result<(), Error> {
-    if HANDLERS.load(Ordering::Acquire) == HANDLERS_REGISTERED {
+    if HANDLERS.load(Acquire) == HANDLERS_REGISTERED {
         return Ok(());
     }
-    register_with(&HANDLERS, || {
-        atfork::register(atfork_prepare, atfork_parent, child)
-    })
+    let register = || atfork::register(atfork_prepare, atfork_parent, child);
+    register_with(&HANDLERS, register)
 }
 
 /// Runs `register` (0 or an error number, as `pthread_atfork`) and records the outcome in
@@ -96,17 +95,13 @@ pub(crate) fn register_atfork(child: Handler) -> Result<(), Error> {
 fn register_with(state: &AtomicU8, register: impl FnOnce() -> i32) -> Result<(), Error> {
     match register() {
         0 => {
-            state.store(HANDLERS_REGISTERED, Ordering::Release);
+            state.store(HANDLERS_REGISTERED, Release);
             Ok(())
         }
         code => {
             // A failure never hides an earlier success (another thread's registration).
-            let _ = state.compare_exchange(
-                HANDLERS_UNREGISTERED,
-                HANDLERS_FAILED,
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            );
+            let _ =
+                state.compare_exchange(HANDLERS_UNREGISTERED, HANDLERS_FAILED, Relaxed, Relaxed);
             Err(Error::fork_handler(code))
         }
     }
@@ -137,11 +132,8 @@ pub enum ForkProtection {
 /// `/proc/self/smaps` (0.1 ms to some milliseconds: docs/SECURITY.md); an emulator that
 /// ignores the advice, or an unreadable `/proc`, gives `AtforkEpoch`. Later calls are a load.
 pub fn fork_protection() -> Option<ForkProtection> {
-    protection(
-        pages::wipe_on_fork(),
-        HANDLERS.load(Ordering::Relaxed),
-        cfg!(all(unix, not(miri))),
-    )
+    let unix = cfg!(all(unix, not(miri)));
+    protection(pages::wipe_on_fork(), HANDLERS.load(Relaxed), unix)
 }
 
 /// [`fork_protection`] from the wipe-on-fork finding, the handlers' registration and whether

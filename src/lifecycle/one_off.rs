@@ -54,7 +54,6 @@ fn one_off_once(dest: &mut [u8]) -> Result<(), Error> {
     let mut s = [0u8; KEY_LEN];
     let draw = Os.seed(&mut s);
     one_off.mix_key(&s);
-    // The counter and clocks, as at every seed.
     crate::os::diversifier::diversifier(&mut s, false);
     one_off.mix_key(&s);
     s.zeroize();
