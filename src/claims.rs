@@ -15,13 +15,9 @@ pub(crate) const WORD_BITS: usize = usize::BITS as usize;
 /// An atomic claim word: [`AtomicUsize`] here, `loom`'s in the model tests.
 pub(crate) trait Word {
     fn load(&self, order: Ordering) -> usize;
-    fn compare_exchange_weak(
-        &self,
-        current: usize,
-        new: usize,
-        success: Ordering,
-        failure: Ordering,
-    ) -> Result<usize, usize>;
+    /// `compare_exchange_weak(current, new, Acquire, Relaxed)`: the previous owner's writes to
+    /// the slot, made before its release, happen before the new owner's use.
+    fn claim_weak(&self, current: usize, new: usize) -> Result<usize, usize>;
     fn fetch_and(&self, bits: usize, order: Ordering) -> usize;
     fn store(&self, bits: usize, order: Ordering);
 }
@@ -34,13 +30,8 @@ macro_rules! word {
                 <$atomic>::load(self, order)
             }
             #[inline(always)]
-            fn compare_exchange_weak(
-                &self,
-                current: usize,
-                new: usize,
-                success: Ordering,
-                failure: Ordering,
-            ) -> Result<usize, usize> {
+            fn claim_weak(&self, current: usize, new: usize) -> Result<usize, usize> {
+                let (success, failure) = (Ordering::Acquire, Ordering::Relaxed);
                 <$atomic>::compare_exchange_weak(self, current, new, success, failure)
             }
             #[inline(always)]
@@ -76,14 +67,7 @@ pub(crate) fn claim<W: Word>(words: &[W], slots: usize) -> Option<usize> {
         let mut now = word.load(Ordering::Relaxed);
         while now & mask != mask {
             let bit = (!now & mask).trailing_zeros() as usize;
-            // Acquire: the previous owner's writes to the slot, made before its release,
-            // happen before the new owner's use.
-            match word.compare_exchange_weak(
-                now,
-                now | 1 << bit,
-                Ordering::Acquire,
-                Ordering::Relaxed,
-            ) {
+            match word.claim_weak(now, now | 1 << bit) {
                 Ok(_) => return Some(w * WORD_BITS + bit),
                 Err(current) => now = current,
             }

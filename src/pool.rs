@@ -17,7 +17,8 @@ use crate::os::pages::{Advice, note_advice, os};
 use core::alloc::Layout;
 use core::marker::PhantomData;
 use core::ptr::{self, NonNull};
-use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use core::sync::atomic::Ordering::{AcqRel, Acquire};
+use core::sync::atomic::{AtomicPtr, AtomicUsize};
 
 /// Bytes of one chunk: 256 KiB on Linux and Android (64 pages of 4 KiB, one mapping), 64
 /// KiB on the heap elsewhere (and under Miri). At least one page.
@@ -37,18 +38,15 @@ struct Chunk {
     claimed: [AtomicUsize; CLAIM_WORDS],
 }
 
-/// Where slots lie in a chunk, for this system's page size.
+/// Where slots lie in a chunk: `per_unit` slots `stride` bytes apart in each `unit` (the page
+/// size on Linux and Android, else 4096 bytes), which no slot straddles; `slots` slots in all,
+/// in `len` bytes (whole units).
 #[derive(Clone, Copy)]
 struct Geometry {
-    /// The unit no slot straddles: the page size on Linux and Android, else 4096 bytes.
     unit: usize,
-    /// Bytes from one slot to the next within a unit.
     stride: usize,
-    /// Slots per unit.
     per_unit: usize,
-    /// Slots per chunk.
     slots: usize,
-    /// Bytes per chunk (a whole number of units).
     len: usize,
 }
 
@@ -119,17 +117,16 @@ impl<T> StatePool<T> {
         let mut unpublished: Option<NonNull<u8>> = None;
         let mut found = None;
         for (c, chunk) in self.chunks.iter().enumerate() {
-            let mut base = chunk.base.load(Ordering::Acquire);
+            let mut base = chunk.base.load(Acquire);
             if base.is_null() {
                 let Some(new) = unpublished.take().or_else(|| self.map_chunk(&g)) else {
                     break;
                 };
-                base = match chunk.base.compare_exchange(
-                    ptr::null_mut(),
-                    new.as_ptr(),
-                    Ordering::AcqRel,
-                    Ordering::Acquire,
-                ) {
+                let won =
+                    chunk
+                        .base
+                        .compare_exchange(ptr::null_mut(), new.as_ptr(), AcqRel, Acquire);
+                base = match won {
                     Ok(_) => {
                         crate::probe::count(crate::probe::Event::ChunkPublished);
                         new.as_ptr()
@@ -181,7 +178,7 @@ impl<T> StatePool<T> {
     pub(crate) fn reset_after_fork(&self, keep: Option<*const T>) {
         let g = Self::geometry();
         for chunk in &self.chunks {
-            let base = chunk.base.load(Ordering::Acquire);
+            let base = chunk.base.load(Acquire);
             if base.is_null() {
                 break;
             }
@@ -199,12 +196,12 @@ impl<T> StatePool<T> {
         let published = self
             .chunks
             .iter()
-            .take_while(|c| !c.base.load(Ordering::Acquire).is_null());
+            .take_while(|c| !c.base.load(Acquire).is_null());
         published.fold((0, 0), |(chunks, claimed), c| {
             let bits: u32 = c
                 .claimed
                 .iter()
-                .map(|w| w.load(Ordering::Relaxed).count_ones())
+                .map(|w| w.load(core::sync::atomic::Ordering::Relaxed).count_ones())
                 .sum();
             (chunks + 1, claimed + bits as usize)
         })
@@ -260,10 +257,8 @@ impl<T> Drop for Lease<T> {
     fn drop(&mut self) {
         self.wipe();
         // The zeroing happens before the next owner's claim (a release, then an acquire).
-        claims::release(
-            &self.pool.chunks[self.chunk as usize].claimed,
-            self.index as usize,
-        );
+        let chunk = &self.pool.chunks[self.chunk as usize];
+        claims::release(&chunk.claimed, self.index as usize);
     }
 }
 
