@@ -9,15 +9,13 @@ use core::sync::atomic::{AtomicUsize, Ordering};
 /// The process's key plus one; 0 before it is created.
 static KEY: AtomicUsize = AtomicUsize::new(0);
 
-/// Arranges for `destructor` to run when the calling thread exits, after its thread-local
-/// destructors. Returns `false` if no key could be created (`EAGAIN`, `ENOMEM`); a later
-/// call tries again.
+/// Arranges for `destructor` to run at the calling thread's exit, after its thread-local
+/// destructors; `false` if no key could be created (`EAGAIN`, `ENOMEM`; a later call retries).
 pub(crate) fn arm(destructor: unsafe extern "C" fn(*mut c_void)) -> bool {
     let mut key = KEY.load(Ordering::Acquire);
     if key == 0 {
         let mut new: libc::pthread_key_t = 0;
-        // SAFETY: `new` is a valid place for the key; the destructor is a function that
-        // lives for the whole program.
+        // SAFETY: `new` is a valid place for the key; `destructor` lives for the whole program.
         if unsafe { libc::pthread_key_create(&mut new, Some(destructor)) } != 0 {
             return false;
         }

@@ -44,8 +44,7 @@ fn function() -> Option<VGetrandom> {
         found = find_function().unwrap_or(NONE);
         FUNCTION.store(found, Ordering::Release);
     }
-    // SAFETY: any value but NONE is the address of the vDSO's `vgetrandom` (`LINUX_2.6`),
-    // whose ABI `VGetrandom` is.
+    // SAFETY: any value but NONE is the address of the vDSO's `vgetrandom`, of ABI `VGetrandom`.
     (found != NONE).then(|| unsafe { core::mem::transmute::<usize, VGetrandom>(found) })
 }
 
@@ -178,9 +177,8 @@ unsafe fn lookup(image: usize, name: &[u8], version: &[u8]) -> Option<usize> {
     }
 }
 
-/// Fills `dest` from the vDSO with a state zeroed in `epoch` ([`STAMPS`]); `None` where it has
-/// no `getrandom`, the state page cannot be mapped or every state is leased. Errors: the
-/// system call's (the vDSO makes it).
+/// Fills `dest` from the vDSO with a state zeroed in `epoch` ([`STAMPS`]), or the system call's
+/// error; `None` where there is no vDSO `getrandom`, no state page or no free state.
 pub(super) fn fill(dest: &mut [u8], epoch: u64) -> Option<Result<(), Error>> {
     let function = function()?;
     let len = STATE_LEN.load(Ordering::Relaxed);
