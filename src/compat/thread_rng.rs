@@ -1,5 +1,4 @@
-//! `ThreadRng`, the handle to the calling thread's generator; its `rand_core` traits are in
-//! the other `compat/` files.
+//! `ThreadRng`, the handle to the calling thread's generator (its traits: other `compat/` files).
 
 use core::fmt;
 
