@@ -1,6 +1,5 @@
-//! A chunk's claim words: bit `i % WORD_BITS` of word `i / WORD_BITS` is set while slot `i`
-//! is leased. Generic over the atomic word, so that the model tests (`loom_model.rs`) run
-//! this very code on `loom`'s atomics.
+//! A chunk's claim words: bit `i % WORD_BITS` of word `i / WORD_BITS` is set while slot `i` is
+//! leased. Generic over the atomic word: the model tests (`loom_model.rs`) run it on `loom`'s.
 //!
 //! Invariants: a bit is set only by [`claim`]'s compare-and-swap (no slot is claimed twice)
 //! and cleared only by [`release`] from its owner or by [`reset`] in a forked child. Bits

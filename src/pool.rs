@@ -38,9 +38,8 @@ struct Chunk {
     claimed: [AtomicUsize; CLAIM_WORDS],
 }
 
-/// Where slots lie in a chunk: `per_unit` slots `stride` bytes apart in each `unit` (the page
-/// size on Linux and Android, else 4096 bytes), which no slot straddles; `slots` slots in all,
-/// in `len` bytes (whole units).
+/// Slots in a chunk: `per_unit` slots `stride` bytes apart per `unit` (which none straddles: the
+/// page size on Linux and Android, else 4096 bytes), `slots` in all, in `len` bytes (whole units).
 #[derive(Clone, Copy)]
 struct Geometry {
     unit: usize,
@@ -143,8 +142,7 @@ impl<T> StatePool<T> {
             }
         }
         if let Some(p) = unpublished {
-            // SAFETY: mapped by `map_chunk` with this geometry, never published, so no
-            // other reference to it exists.
+            // SAFETY: mapped by `map_chunk` with this geometry and never published: unshared.
             unsafe { os::unmap(p, g.len, chunk_layout(&g)) };
         }
         let (c, base, i) = found?;
@@ -212,8 +210,7 @@ fn chunk_layout(g: &Geometry) -> Layout {
     Layout::from_size_align(g.len, g.unit).expect("a chunk's layout")
 }
 
-/// One claimed slot of a [`StatePool`]: zeroed when leased, zeroed whole again and released
-/// when dropped.
+/// One claimed slot of a [`StatePool`]: zeroed when leased, zeroed whole and released on drop.
 pub(crate) struct Lease<T: 'static> {
     ptr: NonNull<T>,
     pool: &'static StatePool<T>,

@@ -9,8 +9,7 @@ use crate::os::pages::{self, HONOURED, NOT_HONOURED};
 use Ordering::{Acquire, Relaxed, Release};
 use core::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, Ordering};
 
-/// The epoch alone on a 64-byte cache line, so that no frequently written static beside it
-/// makes every read pay for contention.
+/// The epoch alone on a 64-byte cache line: no frequently written neighbour slows every read.
 #[repr(C, align(64))]
 pub(crate) struct EpochLine(AtomicU64);
 
@@ -37,8 +36,7 @@ pub(crate) fn forks() -> u64 {
     FORKS.load(Relaxed)
 }
 
-/// Forks under way in this process: counted up by the prepare handler, down by the parent
-/// handler, and set to 0 by the child handler (in the child no other fork is under way).
+/// Forks under way: +1 in the prepare handler, -1 in the parent's, set to 0 in the child's.
 static FORKS_UNDER_WAY: AtomicU32 = AtomicU32::new(0);
 
 /// Whether a `fork` is under way: from fkrng's prepare handler to its parent handler, or to
@@ -49,8 +47,7 @@ pub(crate) fn fork_under_way() -> bool {
     FORKS_UNDER_WAY.load(Relaxed) != 0
 }
 
-/// The prepare handler: a fork under way and a new epoch, so that parent and child both
-/// reseed before their next output.
+/// The prepare handler: a fork under way, and a new epoch so that parent and child reseed.
 extern "C" fn atfork_prepare() {
     // The count goes up first: a read that sees the new epoch sees the fork under way.
     FORKS_UNDER_WAY.fetch_add(1, Relaxed);
@@ -110,8 +107,7 @@ fn register_with(state: &AtomicU8, register: impl FnOnce() -> i32) -> Result<(),
 /// How the state of one thread is protected against `fork`, as found for this process.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ForkProtection {
-    /// The state lives in `MADV_WIPEONFORK` pages that the kernel was seen to honour, plus
-    /// the atfork epoch.
+    /// `MADV_WIPEONFORK` pages the kernel was seen to honour hold the state, plus the atfork epoch.
     WipeOnFork,
     /// Only the `pthread_atfork` epoch (other Unix systems, Linux before 4.14, emulators
     /// that ignore the advice): `fork()` is detected, a raw `clone` is not.

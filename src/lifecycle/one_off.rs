@@ -14,8 +14,7 @@ pub(crate) enum OneOff {
     Interrupted,
     /// The thread has no state: released at thread exit, being set up, or no memory for it.
     Unavailable,
-    /// A `fork` is under way (a read from another library's fork handler): the state is
-    /// the one the child inherits.
+    /// A `fork` is under way (another library's fork handler reads): the child inherits the state.
     ForkUnderWay,
 }
 

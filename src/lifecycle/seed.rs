@@ -1,5 +1,4 @@
-//! Seeding: 32 bytes of key material and a 32-bit budget draw from a source of entropy,
-//! the OS's ([`Os`]) or a test's.
+//! Seeding: 32 bytes of key material and a 32-bit budget draw from the OS ([`Os`]) or a test.
 
 use crate::error::Error;
 use crate::generator::KEY_LEN;

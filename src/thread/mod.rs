@@ -9,10 +9,8 @@ mod state;
 mod tests;
 
 use crate::error::Error;
-use crate::lifecycle::fork;
 use crate::lifecycle::one_off::{OneOff, one_off_fill};
-use crate::lifecycle::reseed::Monotonic;
-use crate::lifecycle::seed::Os;
+use crate::lifecycle::{fork, reseed::Monotonic, seed::Os};
 use crate::os::pages::Advice;
 use crate::pool::{Lease, StatePool};
 use core::cell::Cell;
@@ -48,8 +46,7 @@ impl Owner {
             return;
         };
         set_slot(UNAVAILABLE);
-        // A handler from here on finds the slot released, not half-wiped. (No busy flag: no
-        // destructor runs inside a read on its thread.)
+        // Now a handler finds the slot released, not half-wiped (no destructor runs mid-read).
         compiler_fence(Ordering::SeqCst);
         #[cfg(test)]
         {
@@ -112,14 +109,12 @@ pub(crate) struct ThreadSlot {
 }
 
 std::thread_local! {
-    /// This thread's slot pointer and re-entrancy flag.
     pub(crate) static STATE: ThreadSlot = const {
         ThreadSlot { slot: Cell::new(ptr::null_mut()), busy: AtomicBool::new(false) }
     };
     pub(crate) static OWNER: Owner = const { Owner(Cell::new(None)) };
 }
 
-/// This thread's slot: null before the first read, [`UNAVAILABLE`] after thread exit.
 #[inline(always)]
 pub(crate) fn slot() -> *mut Slot {
     STATE.with(|t| t.slot.get())
@@ -176,16 +171,14 @@ pub(crate) fn take<const N: usize>() -> Option<[u8; N]> {
 #[inline(always)]
 pub(crate) unsafe fn enter<R>(slot: *mut Slot, f: impl FnOnce(&mut ThreadState) -> R) -> Option<R> {
     let busy = STATE.with(|t| &raw const t.busy);
-    // SAFETY: a thread-local without a destructor stays valid for its thread's whole life,
-    // which this call is part of.
+    // SAFETY: a thread-local without a destructor lives as long as its thread, which runs this.
     let busy = unsafe { &*busy };
     if busy.load(Ordering::Relaxed) {
         return None;
     }
     busy.store(true, Ordering::Relaxed);
     compiler_fence(Ordering::SeqCst);
-    // SAFETY: the caller guarantees `slot` is live; no other reference to its state exists
-    // while the flag is set (see above).
+    // SAFETY: `slot` is live (caller's contract); no other reference to it while the flag is set.
     let result = f(unsafe { &mut (*slot).state });
     compiler_fence(Ordering::SeqCst);
     busy.store(false, Ordering::Relaxed);

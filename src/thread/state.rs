@@ -48,10 +48,9 @@ impl ThreadState {
         own == fork::epoch() && self.life.generation == snapshot::generation()
     }
 
-    /// The small-read fast path: copy and zero, then [`Self::current`], as the vDSO
-    /// `getrandom` re-reads its generation after copying. Bytes copied from a state that was
-    /// stale or went stale (a handler's fork or raw `clone`, a restore) are discarded and the
-    /// request served again from a reseeded state ([`Self::discard_and_fill`]).
+    /// The small-read fast path: copy and zero, then [`Self::current`]. Bytes copied from a state
+    /// that was stale or went stale (a handler's fork or raw `clone`, a restore) are discarded
+    /// and the request served again from a reseeded state ([`Self::discard_and_fill`]).
     #[inline(always)]
     pub(super) fn fill(&mut self, dest: &mut [u8]) -> Result<(), Error> {
         if dest.len() <= self.fke.available() {
