@@ -1,11 +1,10 @@
 //! A chunk's claim words: bit `i % WORD_BITS` of word `i / WORD_BITS` is set while slot `i` is
 //! leased. Generic over the atomic word: the model tests (`loom_model.rs`) run it on `loom`'s.
 //!
-//! Invariants: a bit is set only by [`claim`]'s compare-and-swap (no slot is claimed twice)
-//! and cleared only by [`release`] from its owner or by [`reset`] in a forked child. Bits
-//! past a chunk's slots are never set. Where other threads run, every change of a word is a
-//! read-modify-write, so a claim's acquire reads from the release sequence of the slot's
-//! last release.
+//! Invariants: a bit is set only by [`claim`]'s compare-and-swap (no slot is claimed twice) and
+//! cleared only by [`release`] from its owner or by [`reset`] in a forked child; bits past a
+//! chunk's slots are never set. Where other threads run, every change of a word is a
+//! read-modify-write, so a claim's acquire reads from the release sequence of the last release.
 
 use core::sync::atomic::{AtomicUsize, Ordering};
 
@@ -81,9 +80,8 @@ pub(crate) fn release<W: Word>(words: &[W], i: usize) {
     words[i / WORD_BITS].fetch_and(!(1 << (i % WORD_BITS)), Ordering::Release);
 }
 
-/// Clears every claim but `keep`'s (a slot the caller holds), which stays set throughout:
-/// one store per word. Async-signal-safe. Sound only where no other owner of a claim
-/// exists, as in a forked child's handler.
+/// Clears every claim but `keep`'s (the caller's slot, set throughout): one store per word,
+/// async-signal-safe. Sound only where no claim has another owner (a forked child's handler).
 pub(crate) fn reset<W: Word>(words: &[W], keep: Option<usize>) {
     for (w, word) in words.iter().enumerate() {
         let bits = match keep {

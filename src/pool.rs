@@ -1,13 +1,12 @@
 //! The state pool: thread states carved from shared chunks, many to a chunk, so that a
 //! thread costs a slot, not a kernel mapping.
 //!
-//! Invariants: a chunk ([`CHUNK_LEN`]; on Linux one `MADV_WIPEONFORK` + `MADV_DONTDUMP`
-//! mapping) is published once into the first empty entry of a fixed directory and never
-//! unmapped; slots never straddle a page. Which slots are leased is kept in claim words in
-//! static memory (`claims.rs`, model-checked in `pool/loom_model.rs`): a slot is zeroed
-//! before its claim is released and again when claimed. No lock anywhere, so a signal
-//! handler or a forked child never waits. In a forked child the handler
-//! ([`StatePool::reset_after_fork`]) frees every claim but the forking thread's own.
+//! Invariants: a chunk ([`CHUNK_LEN`]; on Linux one `MADV_WIPEONFORK` + `MADV_DONTDUMP` mapping) is
+//! published once into the first empty entry of a fixed directory and never unmapped; slots never
+//! straddle a page. Claim words in static memory (`claims.rs`, model-checked in
+//! `pool/loom_model.rs`) mark leased slots; a slot is zeroed before its claim is released and again
+//! when claimed. No lock anywhere: a signal handler or forked child never waits. A forked child's
+//! handler ([`StatePool::reset_after_fork`]) frees every claim but the forking thread's.
 
 #[cfg(all(test, loom))]
 mod loom_model;

@@ -16,7 +16,6 @@ pub(crate) struct EpochLine(AtomicU64);
 /// Process-wide reseed epoch: bumped in a forked child and by `reseed_all`.
 pub(crate) static EPOCH: EpochLine = EpochLine(AtomicU64::new(1));
 
-/// The current epoch (a relaxed load).
 #[inline(always)]
 pub(crate) fn epoch() -> u64 {
     EPOCH.0.load(Relaxed)
@@ -39,10 +38,9 @@ pub(crate) fn forks() -> u64 {
 /// Forks under way: +1 in the prepare handler, -1 in the parent's, set to 0 in the child's.
 static FORKS_UNDER_WAY: AtomicU32 = AtomicU32::new(0);
 
-/// Whether a `fork` is under way: from fkrng's prepare handler to its parent handler, or to
-/// its child handler in the child. A read from another library's fork handler in that window
-/// must neither reseed nor serve the state the child inherits; another thread that sees the
-/// count merely takes the one-off path once.
+/// Whether a `fork` is under way (from fkrng's prepare handler to its parent or child handler):
+/// a read from another library's fork handler then must neither reseed nor serve the state the
+/// child inherits; another thread that sees the count merely takes the one-off path once.
 pub(crate) fn fork_under_way() -> bool {
     FORKS_UNDER_WAY.load(Relaxed) != 0
 }

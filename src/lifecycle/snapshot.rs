@@ -120,8 +120,9 @@ fn mapped_region() -> Option<Region> {
         return None;
     }
     // SAFETY: a published counter is `OFFSET_VM_GENERATION_COUNTER` bytes into a mapped page.
-    let page = unsafe { p.cast::<u8>().sub(OFFSET_VM_GENERATION_COUNTER) };
-    Some(Region(page))
+    Some(Region(unsafe {
+        p.cast::<u8>().sub(OFFSET_VM_GENERATION_COUNTER)
+    }))
 }
 
 /// Claims the probe and maps the device, or returns at once if another thread has claimed

@@ -1,8 +1,7 @@
-//! The thread-local generator: one state per OS thread in a slot leased from the pool
-//! [`STATES`], reached through [`STATE`] (slot pointer and re-entrancy flag). [`OWNER`] holds
-//! the lease; at thread exit it marks the slot [`UNAVAILABLE`] (later reads take
-//! [`one_off_fill`]), zeroes it and returns it. The small-read path makes no system call,
-//! lock, atomic read-modify-write or heap allocation.
+//! The thread-local generator: one state per OS thread in a slot leased from the pool [`STATES`],
+//! reached through [`STATE`]. [`OWNER`] holds the lease; at thread exit it marks the slot
+//! [`UNAVAILABLE`] (later reads take [`one_off_fill`]), zeroes it and returns it. The small-read
+//! path makes no system call, lock, atomic read-modify-write or heap allocation.
 
 mod state;
 #[cfg(test)]
@@ -161,10 +160,9 @@ pub(crate) fn take<const N: usize>() -> Option<[u8; N]> {
 }
 
 /// Runs `f` on the generator in `slot`, or returns `None` without touching it when a read is
-/// under way on this thread (a signal handler interrupted it). Only this thread and its
-/// handlers use the flag, and a handler runs to completion (one between the check and the
-/// set completes its whole read first), so program order suffices: the fences keep the
-/// state's accesses between the two stores.
+/// under way on this thread (a signal handler interrupted it). Only this thread and its handlers
+/// use the flag, and a handler runs to completion (one between check and set finishes its read
+/// first), so program order suffices: the fences keep the state's accesses between the stores.
 ///
 /// # Safety
 /// `slot` points to this thread's live slot.
@@ -220,13 +218,12 @@ pub(crate) fn set_up(
 ) -> Result<Option<*mut Slot>, Error> {
     // A signal handler that runs while this is under way takes the OS path.
     set_slot(UNAVAILABLE);
-    if let Err(e) = register() {
-        set_slot(ptr::null_mut());
-        return Err(e);
-    }
-    let Some(lease) = pool(advice).lease() else {
-        set_slot(ptr::null_mut());
-        return Ok(None);
+    let lease = match register().map(|()| pool(advice).lease()) {
+        Ok(Some(lease)) => lease,
+        refused => {
+            set_slot(ptr::null_mut());
+            return refused.map(|_| None);
+        }
     };
     crate::probe::count(crate::probe::Event::StateSetUp);
     let p = lease.as_ptr();

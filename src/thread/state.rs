@@ -18,8 +18,7 @@ pub(crate) struct ThreadState {
     pub(crate) life: Lifecycle,
 }
 
-/// What a thread's slot in the state pool holds: its generator. (The re-entrancy flag is
-/// thread-local, [`super::ThreadSlot`].) Valid when all-zero.
+/// A pool slot: a thread's generator, valid all-zero (the busy flag: [`super::ThreadSlot`]).
 #[repr(C)]
 pub(crate) struct Slot {
     pub(crate) state: ThreadState,
