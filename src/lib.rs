@@ -233,7 +233,7 @@ pub fn try_fill_uninit(dest: &mut [core::mem::MaybeUninit<u8>]) -> Result<&mut [
 #[cfg(feature = "std")]
 #[inline]
 pub fn rng() -> ThreadRng {
-    ThreadRng::new()
+    ThreadRng::default()
 }
 
 /// Reseeds the calling thread's generator now: `K = K XOR S` with 32 fresh OS bytes `S`, and

@@ -38,12 +38,6 @@ pub struct ThreadRng {
     _private: (),
 }
 
-impl ThreadRng {
-    pub(crate) const fn new() -> Self {
-        ThreadRng { _private: () }
-    }
-}
-
 impl fmt::Debug for ThreadRng {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ThreadRng").finish_non_exhaustive()
