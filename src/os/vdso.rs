@@ -184,9 +184,8 @@ pub(super) fn fill(dest: &mut [u8], epoch: u64) -> Option<Result<(), Error>> {
     let len = STATE_LEN.load(Ordering::Relaxed);
     let filled = leased(|state, index| {
         if STAMPS[index].load(Ordering::Relaxed) != epoch {
-            // SAFETY: the leased state's `len` bytes lie in the mapped page and belong to
-            // this call alone. A zeroed state is one the vDSO keys afresh from the kernel
-            // (its generation never matches the kernel's, as after `MAP_DROPPABLE` drops it).
+            // SAFETY: the leased state's `len` bytes lie in the mapped page, this call's alone.
+            // Zeroed, the vDSO keys it afresh from the kernel (as after `MAP_DROPPABLE`).
             unsafe { core::ptr::write_bytes(state.cast::<u8>(), 0, len) };
             STAMPS[index].store(epoch, Ordering::Relaxed);
             crate::probe::count(crate::probe::Event::VdsoStateCleared);
