@@ -6,6 +6,7 @@
 //! chunk's slots are never set. Where other threads run, every change of a word is a
 //! read-modify-write, so a claim's acquire reads from the release sequence of the last release.
 
+use Ordering::{Acquire, Relaxed, Release};
 use core::sync::atomic::{AtomicUsize, Ordering};
 
 pub(crate) const WORD_BITS: usize = usize::BITS as usize;
@@ -29,8 +30,7 @@ macro_rules! word {
             }
             #[inline(always)]
             fn claim_weak(&self, current: usize, new: usize) -> Result<usize, usize> {
-                let (success, failure) = (Ordering::Acquire, Ordering::Relaxed);
-                <$atomic>::compare_exchange_weak(self, current, new, success, failure)
+                <$atomic>::compare_exchange_weak(self, current, new, Acquire, Relaxed)
             }
             #[inline(always)]
             fn fetch_and(&self, bits: usize, order: Ordering) -> usize {
@@ -62,7 +62,7 @@ pub(crate) fn mask(slots: usize, w: usize) -> usize {
 pub(crate) fn claim<W: Word>(words: &[W], slots: usize) -> Option<usize> {
     for (w, word) in words.iter().enumerate() {
         let mask = mask(slots, w);
-        let mut now = word.load(Ordering::Relaxed);
+        let mut now = word.load(Relaxed);
         while now & mask != mask {
             let bit = (!now & mask).trailing_zeros() as usize;
             match word.claim_weak(now, now | 1 << bit) {
@@ -77,7 +77,7 @@ pub(crate) fn claim<W: Word>(words: &[W], slots: usize) -> Option<usize> {
 /// Releases slot `i`, which the caller claimed. Release: the caller's writes to the slot
 /// (its zeroing) happen before the next claim of it.
 pub(crate) fn release<W: Word>(words: &[W], i: usize) {
-    words[i / WORD_BITS].fetch_and(!(1 << (i % WORD_BITS)), Ordering::Release);
+    words[i / WORD_BITS].fetch_and(!(1 << (i % WORD_BITS)), Release);
 }
 
 /// Clears every claim but `keep`'s (the caller's slot, set throughout): one store per word,
@@ -88,7 +88,7 @@ pub(crate) fn reset<W: Word>(words: &[W], keep: Option<usize>) {
             Some(i) if i / WORD_BITS == w => 1 << (i % WORD_BITS),
             _ => 0,
         };
-        word.store(bits, Ordering::Relaxed);
+        word.store(bits, Relaxed);
     }
 }
 

@@ -95,8 +95,7 @@ fn register_with(state: &AtomicU8, register: impl FnOnce() -> i32) -> Result<(),
         }
         code => {
             // A failure never hides an earlier success (another thread's registration).
-            let _ =
-                state.compare_exchange(HANDLERS_UNREGISTERED, HANDLERS_FAILED, Relaxed, Relaxed);
+            _ = state.compare_exchange(HANDLERS_UNREGISTERED, HANDLERS_FAILED, Relaxed, Relaxed);
             Err(Error::fork_handler(code))
         }
     }

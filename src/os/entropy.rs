@@ -153,9 +153,8 @@ pub(crate) fn fill_exact(
 }
 
 fn errno() -> i32 {
-    std::io::Error::last_os_error()
-        .raw_os_error()
-        .unwrap_or(libc::EIO)
+    let error = std::io::Error::last_os_error();
+    error.raw_os_error().unwrap_or(libc::EIO)
 }
 
 struct Descriptor(libc::c_int);

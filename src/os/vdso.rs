@@ -114,10 +114,8 @@ unsafe fn lookup(image: usize, name: &[u8], version: &[u8]) -> Option<usize> {
         {
             return None;
         }
-        let headers = core::slice::from_raw_parts(
-            (image + header.e_phoff as usize) as *const libc::Elf64_Phdr,
-            usize::from(header.e_phnum),
-        );
+        let first = (image + header.e_phoff as usize) as *const libc::Elf64_Phdr;
+        let headers = core::slice::from_raw_parts(first, usize::from(header.e_phnum));
         // Link-time addresses become run-time ones by this offset.
         let load = headers.iter().find(|h| h.p_type == libc::PT_LOAD)?;
         let bias = image
