@@ -3,8 +3,7 @@
 //! every function here is empty and inlined, so a build that a dependent makes counts and
 //! stops nothing. Imports nothing of the crate.
 
-// Without `std` only the keystream and generator points are reached; the vDSO events only on
-// x86-64 Linux.
+// Without `std` only keystream and generator points are reached; vDSO events only on x86-64 Linux.
 #![cfg_attr(
     not(all(feature = "std", target_os = "linux", target_arch = "x86_64")),
     allow(dead_code)

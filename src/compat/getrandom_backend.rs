@@ -25,8 +25,7 @@ fn to_getrandom_error(e: crate::Error) -> getrandom::Error {
     }
 }
 
-/// Fills the `len` possibly uninitialised bytes at `dest` from this thread's generator (zeros
-/// on error).
+/// Fills `len` maybe-uninitialised bytes at `dest` from this thread's generator (zeros on error).
 ///
 /// # Safety
 /// `dest` is valid for writes of `len` bytes, or `len` is 0.

@@ -86,10 +86,9 @@ pub(crate) fn generation() -> u64 {
     unsafe { (*COUNTER.0.load(Ordering::Acquire)).load(Ordering::Relaxed) }
 }
 
-/// The generation counter read under the seqlock, for a state about to (re)seed (probing the
-/// device at the process's first seeding); unsettled, the counter as it reads now (the
-/// caller reseeds anyway; a later change makes the next read reseed again). A cleared
-/// counter-present flag ends the protection for the rest of the process ([`lapse`]).
+/// The generation counter read under the seqlock, for a state about to (re)seed (probing the device
+/// at the process's first seeding); unsettled, the counter as it reads now (the caller reseeds
+/// anyway). A cleared counter-present flag ends the protection for good ([`lapse`]).
 #[cold]
 pub(crate) fn settled_generation() -> u64 {
     if PROBE.load(Ordering::Acquire) == UNKNOWN {

@@ -33,10 +33,9 @@ impl ThreadState {
         })
     }
 
-    /// Whether the key belongs to this process and VM generation: a read's only check, made
-    /// once its bytes are copied out. The state's epoch is loaded volatile: a handler's raw
-    /// `clone` during the read moves no epoch but leaves the child a zeroed state, whose
-    /// epoch 0 no process-wide epoch ever is.
+    /// Whether the key belongs to this process and VM generation: a read's only check, once its
+    /// bytes are copied out. The epoch is read volatile: a handler's raw `clone` mid-read moves no
+    /// epoch but leaves the child a zeroed state, whose epoch 0 no process-wide epoch is.
     #[inline(always)]
     fn current(&self) -> bool {
         // Keeps the copy before the loads: a handler's fork between the two must be seen.
@@ -72,8 +71,7 @@ impl ThreadState {
         if self.current() { Some(out) } else { None }
     }
 
-    /// A read copied from a stale state: its bytes are zeroed and it is served again through
-    /// [`Self::fill_slow`], which reseeds first.
+    /// Zeroes a read copied from a stale state and serves it anew by [`Self::fill_slow`] (reseeds).
     #[cold]
     #[inline(never)]
     fn discard_and_fill(&mut self, dest: &mut [u8]) -> Result<(), Error> {
