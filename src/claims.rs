@@ -14,8 +14,7 @@ pub(crate) const WORD_BITS: usize = usize::BITS as usize;
 /// An atomic claim word: [`AtomicUsize`] here, `loom`'s in the model tests.
 pub(crate) trait Word {
     fn load(&self, order: Ordering) -> usize;
-    /// `compare_exchange_weak(current, new, Acquire, Relaxed)`: the previous owner's writes to
-    /// the slot, made before its release, happen before the new owner's use.
+    /// `compare_exchange_weak(current, new, Acquire, Relaxed)`: the last owner's writes come first.
     fn claim_weak(&self, current: usize, new: usize) -> Result<usize, usize>;
     fn fetch_and(&self, bits: usize, order: Ordering) -> usize;
     fn store(&self, bits: usize, order: Ordering);

@@ -106,9 +106,8 @@ impl<T> StatePool<T> {
         Geometry::of(size_of::<T>().next_multiple_of(64))
     }
 
-    /// A zeroed slot, claimed for the caller until the [`Lease`] is dropped: the first free
-    /// slot of a published chunk, else one of a chunk mapped now. `None` when every chunk
-    /// of the directory is full, or the OS refuses a new chunk.
+    /// A zeroed slot, claimed until the [`Lease`] drops: the first free slot of a published chunk,
+    /// else of one mapped now; `None` when the directory is full or the OS refuses a chunk.
     pub(crate) fn lease(&'static self) -> Option<Lease<T>> {
         let g = Self::geometry();
         // A chunk this thread mapped and another thread's publication made unneeded.

@@ -1,7 +1,6 @@
-//! A last-chance destructor at thread exit: a `pthread` key whose destructor POSIX runs in
-//! rounds (up to `PTHREAD_DESTRUCTOR_ITERATIONS`) until no key holds a value, so a value set
-//! by another key's destructor still gets its destructor run, which a thread-local
-//! destructor registered that late does not (glibc runs those before the key destructors).
+//! A last-chance destructor at thread exit: POSIX runs `pthread` key destructors in rounds (up to
+//! `PTHREAD_DESTRUCTOR_ITERATIONS`) while keys hold values, so a value set by another key's
+//! destructor still gets its destructor run, unlike a thread-local destructor registered then.
 
 use core::ffi::c_void;
 use core::sync::atomic::{AtomicUsize, Ordering};
