@@ -1,13 +1,12 @@
-//! A chunk's claim words: bit `i % WORD_BITS` of word `i / WORD_BITS` is set while slot `i`
-//! is leased. Generic over the atomic word, so that the model tests (`loom_model.rs`) run
-//! this very code on `loom`'s atomics.
+//! A chunk's claim words: bit `i % WORD_BITS` of word `i / WORD_BITS` is set while slot `i` is
+//! leased. Generic over the atomic word: the model tests (`loom_model.rs`) run it on `loom`'s.
 //!
-//! Invariants: a bit is set only by [`claim`]'s compare-and-swap (no slot is claimed twice)
-//! and cleared only by [`release`] from its owner or by [`reset`] in a forked child. Bits
-//! past a chunk's slots are never set. Where other threads run, every change of a word is a
-//! read-modify-write, so a claim's acquire reads from the release sequence of the slot's
-//! last release.
+//! Invariants: a bit is set only by [`claim`]'s compare-and-swap (no slot is claimed twice) and
+//! cleared only by [`release`] from its owner or by [`reset`] in a forked child; bits past a
+//! chunk's slots are never set. Where other threads run, every change of a word is a
+//! read-modify-write, so a claim's acquire reads from the release sequence of the last release.
 
+use Ordering::{Acquire, Relaxed, Release};
 use core::sync::atomic::{AtomicUsize, Ordering};
 
 pub(crate) const WORD_BITS: usize = usize::BITS as usize;
@@ -15,13 +14,8 @@ pub(crate) const WORD_BITS: usize = usize::BITS as usize;
 /// An atomic claim word: [`AtomicUsize`] here, `loom`'s in the model tests.
 pub(crate) trait Word {
     fn load(&self, order: Ordering) -> usize;
-    fn compare_exchange_weak(
-        &self,
-        current: usize,
-        new: usize,
-        success: Ordering,
-        failure: Ordering,
-    ) -> Result<usize, usize>;
+    /// `compare_exchange_weak(current, new, Acquire, Relaxed)`: the last owner's writes come first.
+    fn claim_weak(&self, current: usize, new: usize) -> Result<usize, usize>;
     fn fetch_and(&self, bits: usize, order: Ordering) -> usize;
     fn store(&self, bits: usize, order: Ordering);
 }
@@ -34,14 +28,8 @@ macro_rules! word {
                 <$atomic>::load(self, order)
             }
             #[inline(always)]
-            fn compare_exchange_weak(
-                &self,
-                current: usize,
-                new: usize,
-                success: Ordering,
-                failure: Ordering,
-            ) -> Result<usize, usize> {
-                <$atomic>::compare_exchange_weak(self, current, new, success, failure)
+            fn claim_weak(&self, current: usize, new: usize) -> Result<usize, usize> {
+                <$atomic>::compare_exchange_weak(self, current, new, Acquire, Relaxed)
             }
             #[inline(always)]
             fn fetch_and(&self, bits: usize, order: Ordering) -> usize {
@@ -73,17 +61,10 @@ pub(crate) fn mask(slots: usize, w: usize) -> usize {
 pub(crate) fn claim<W: Word>(words: &[W], slots: usize) -> Option<usize> {
     for (w, word) in words.iter().enumerate() {
         let mask = mask(slots, w);
-        let mut now = word.load(Ordering::Relaxed);
+        let mut now = word.load(Relaxed);
         while now & mask != mask {
             let bit = (!now & mask).trailing_zeros() as usize;
-            // Acquire: the previous owner's writes to the slot, made before its release,
-            // happen before the new owner's use.
-            match word.compare_exchange_weak(
-                now,
-                now | 1 << bit,
-                Ordering::Acquire,
-                Ordering::Relaxed,
-            ) {
+            match word.claim_weak(now, now | 1 << bit) {
                 Ok(_) => return Some(w * WORD_BITS + bit),
                 Err(current) => now = current,
             }
@@ -95,19 +76,18 @@ pub(crate) fn claim<W: Word>(words: &[W], slots: usize) -> Option<usize> {
 /// Releases slot `i`, which the caller claimed. Release: the caller's writes to the slot
 /// (its zeroing) happen before the next claim of it.
 pub(crate) fn release<W: Word>(words: &[W], i: usize) {
-    words[i / WORD_BITS].fetch_and(!(1 << (i % WORD_BITS)), Ordering::Release);
+    words[i / WORD_BITS].fetch_and(!(1 << (i % WORD_BITS)), Release);
 }
 
-/// Clears every claim but `keep`'s (a slot the caller holds), which stays set throughout:
-/// one store per word. Async-signal-safe. Sound only where no other owner of a claim
-/// exists, as in a forked child's handler.
+/// Clears every claim but `keep`'s (the caller's slot, set throughout): one store per word,
+/// async-signal-safe. Sound only where no claim has another owner (a forked child's handler).
 pub(crate) fn reset<W: Word>(words: &[W], keep: Option<usize>) {
     for (w, word) in words.iter().enumerate() {
         let bits = match keep {
             Some(i) if i / WORD_BITS == w => 1 << (i % WORD_BITS),
             _ => 0,
         };
-        word.store(bits, Ordering::Relaxed);
+        word.store(bits, Relaxed);
     }
 }
 

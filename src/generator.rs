@@ -38,11 +38,6 @@ impl FkeState {
         self.block[0].first_chunk().expect("32 bytes")
     }
 
-    #[inline]
-    fn key_mut(&mut self) -> &mut [u8; KEY_LEN] {
-        self.block[0].first_chunk_mut().expect("32 bytes")
-    }
-
     /// Unserved bytes in the buffer (0 to 992).
     #[inline]
     #[cfg_attr(not(feature = "std"), allow(dead_code))] // used by the thread-local generator
@@ -142,18 +137,12 @@ impl FkeState {
         buffer.zeroize();
     }
 
-    /// Reseeds by mixing: `K = K XOR s`, then wipes and empties the buffer.
+    /// Reseeds by mixing: `K = K XOR s`, then zeroes the 992-byte buffer and marks it empty.
     #[cfg_attr(not(feature = "std"), allow(dead_code))] // used by the thread-local generator
     pub(crate) fn mix_key(&mut self, s: &[u8; KEY_LEN]) {
-        for (k, s) in self.key_mut().iter_mut().zip(s) {
+        for (k, s) in self.block[0][..KEY_LEN].iter_mut().zip(s) {
             *k ^= s;
         }
-        self.wipe_buffer();
-    }
-
-    /// Zeroes the 992-byte buffer and marks it empty; the key is kept.
-    #[cfg_attr(not(feature = "std"), allow(dead_code))] // used by the thread-local generator
-    pub(crate) fn wipe_buffer(&mut self) {
         self.block.as_flattened_mut()[KEY_LEN..].zeroize();
         self.avail = 0;
     }
@@ -163,12 +152,6 @@ impl FkeState {
         // SAFETY: `FkeState` is plain data whose all-zero value is valid (the empty state);
         // `self` is a valid, exclusive pointer to it.
         unsafe { zeroize::zeroize_flat_type(self as *mut Self) };
-    }
-}
-
-impl fmt::Debug for FkeState {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("FkeState").finish_non_exhaustive()
     }
 }
 
@@ -206,8 +189,7 @@ pub struct FkeRng {
 }
 
 impl FkeRng {
-    /// Fills `dest` with the next `dest.len()` bytes of the stream (none for an empty
-    /// `dest`). Never fails, never panics.
+    /// Fills `dest` with the next `dest.len()` bytes of the stream. Never fails, never panics.
     #[inline]
     pub fn fill(&mut self, dest: &mut [u8]) {
         let done: Result<(), core::convert::Infallible> = self.fke.fill_with(dest, |_, _| Ok(()));

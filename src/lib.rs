@@ -57,8 +57,7 @@ pub mod nonces {
     #![doc = include_str!("../docs/NONCES.md")]
 }
 
-/// Hooks for this repository's tests (hidden, unstable): only in its unit tests and in
-/// builds with `--cfg fkrng_test_hooks`.
+/// Hooks for this repository's tests (hidden, unstable; unit tests, `--cfg fkrng_test_hooks`).
 #[cfg(any(test, fuzzing, fkrng_test_hooks))]
 #[doc(hidden)]
 pub mod test_hooks;
@@ -168,10 +167,7 @@ pub fn u64() -> u64 {
 #[cfg(feature = "std")]
 #[inline]
 pub fn try_array<const N: usize>() -> Result<[u8; N], Error> {
-    match thread::take() {
-        Some(bytes) => Ok(bytes),
-        None => try_array_slow(),
-    }
+    thread::take().map_or_else(try_array_slow, Ok)
 }
 
 #[cfg(feature = "std")]
@@ -233,12 +229,11 @@ pub fn try_fill_uninit(dest: &mut [core::mem::MaybeUninit<u8>]) -> Result<&mut [
     Ok(bytes)
 }
 
-/// A [`ThreadRng`] handle to the calling thread's generator, for APIs that take a
-/// `rand_core` RNG.
+/// A [`ThreadRng`] handle to the calling thread's generator, for APIs that take a `rand_core` RNG.
 #[cfg(feature = "std")]
 #[inline]
 pub fn rng() -> ThreadRng {
-    ThreadRng::new()
+    ThreadRng::default()
 }
 
 /// Reseeds the calling thread's generator now: `K = K XOR S` with 32 fresh OS bytes `S`, and

@@ -1,6 +1,5 @@
-//! Process-wide lifecycle of the thread-local generators: the fork epoch, the VM generation,
-//! the reseed schedule, seeding from the OS, and the one-off generator for reads that
-//! cannot use a thread's state.
+//! Process-wide lifecycle of the thread-local generators: fork epoch, VM generation, reseed
+//! schedule, OS seeding, and the one-off generator for reads that cannot use a thread's state.
 
 pub(crate) mod fork;
 pub(crate) mod one_off;

@@ -20,7 +20,7 @@ use crate::error::Error;
 pub(crate) fn fill(dest: &mut [u8]) -> Result<(), Error> {
     crate::probe::count(crate::probe::Event::OsRead);
     #[cfg(all(any(target_os = "linux", target_os = "android"), not(miri)))]
-    return entropy::fill(dest);
+    return entropy::or_device(dest, entropy::fill_by_syscall);
     #[cfg(any(not(any(target_os = "linux", target_os = "android")), miri))]
     return getrandom::fill(dest).map_err(Error::from);
 }
@@ -28,20 +28,15 @@ pub(crate) fn fill(dest: &mut [u8]) -> Result<(), Error> {
 /// As [`fill`], for a new thread's first seed: once the system call has answered in this
 /// process, from the vDSO's `getrandom` (x86-64 Linux 6.11+) where it can serve, with no
 /// vDSO state that predates `epoch` (the fork epoch: forks and `reseed_all`).
-#[cfg_attr(
-    not(all(target_os = "linux", target_arch = "x86_64", not(miri))),
-    allow(unused_variables)
-)]
 pub(crate) fn fill_new_thread(dest: &mut [u8], epoch: u64) -> Result<(), Error> {
-    crate::probe::count(crate::probe::Event::OsRead);
+    #[cfg(not(all(target_os = "linux", target_arch = "x86_64", not(miri))))]
+    let _ = epoch;
     #[cfg(all(target_os = "linux", target_arch = "x86_64", not(miri)))]
     if entropy::SYSCALL_ANSWERED.load(core::sync::atomic::Ordering::Relaxed) {
+        crate::probe::count(crate::probe::Event::OsRead);
         return entropy::or_device(dest, |dest| {
             vdso::fill(dest, epoch).unwrap_or_else(|| entropy::fill_by_syscall(dest))
         });
     }
-    #[cfg(all(any(target_os = "linux", target_os = "android"), not(miri)))]
-    return entropy::fill(dest);
-    #[cfg(any(not(any(target_os = "linux", target_os = "android")), miri))]
-    return getrandom::fill(dest).map_err(Error::from);
+    fill(dest)
 }

@@ -1,13 +1,12 @@
 //! The state pool: thread states carved from shared chunks, many to a chunk, so that a
 //! thread costs a slot, not a kernel mapping.
 //!
-//! Invariants: a chunk ([`CHUNK_LEN`]; on Linux one `MADV_WIPEONFORK` + `MADV_DONTDUMP`
-//! mapping) is published once into the first empty entry of a fixed directory and never
-//! unmapped; slots never straddle a page. Which slots are leased is kept in claim words in
-//! static memory (`claims.rs`, model-checked in `pool/loom_model.rs`): a slot is zeroed
-//! before its claim is released and again when claimed. No lock anywhere, so a signal
-//! handler or a forked child never waits. In a forked child the handler
-//! ([`StatePool::reset_after_fork`]) frees every claim but the forking thread's own.
+//! Invariants: a chunk ([`CHUNK_LEN`]; on Linux one `MADV_WIPEONFORK` + `MADV_DONTDUMP` mapping) is
+//! published once into the first empty entry of a fixed directory and never unmapped; slots never
+//! straddle a page. Claim words in static memory (`claims.rs`, model-checked in
+//! `pool/loom_model.rs`) mark leased slots; a slot is zeroed before its claim is released and again
+//! when claimed. No lock anywhere: a signal handler or forked child never waits. A forked child's
+//! handler ([`StatePool::reset_after_fork`]) frees every claim but the forking thread's.
 
 #[cfg(all(test, loom))]
 mod loom_model;
@@ -17,7 +16,8 @@ use crate::os::pages::{Advice, note_advice, os};
 use core::alloc::Layout;
 use core::marker::PhantomData;
 use core::ptr::{self, NonNull};
-use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use core::sync::atomic::Ordering::{AcqRel, Acquire};
+use core::sync::atomic::{AtomicPtr, AtomicUsize};
 
 /// Bytes of one chunk: 256 KiB on Linux and Android (64 pages of 4 KiB, one mapping), 64
 /// KiB on the heap elsewhere (and under Miri). At least one page.
@@ -37,18 +37,14 @@ struct Chunk {
     claimed: [AtomicUsize; CLAIM_WORDS],
 }
 
-/// Where slots lie in a chunk, for this system's page size.
+/// Slots in a chunk: `per_unit` slots `stride` bytes apart per `unit` (which none straddles: the
+/// page size on Linux and Android, else 4096 bytes), `slots` in all, in `len` bytes (whole units).
 #[derive(Clone, Copy)]
 struct Geometry {
-    /// The unit no slot straddles: the page size on Linux and Android, else 4096 bytes.
     unit: usize,
-    /// Bytes from one slot to the next within a unit.
     stride: usize,
-    /// Slots per unit.
     per_unit: usize,
-    /// Slots per chunk.
     slots: usize,
-    /// Bytes per chunk (a whole number of units).
     len: usize,
 }
 
@@ -110,26 +106,24 @@ impl<T> StatePool<T> {
         Geometry::of(size_of::<T>().next_multiple_of(64))
     }
 
-    /// A zeroed slot, claimed for the caller until the [`Lease`] is dropped: the first free
-    /// slot of a published chunk, else one of a chunk mapped now. `None` when every chunk
-    /// of the directory is full, or the OS refuses a new chunk.
+    /// A zeroed slot, claimed until the [`Lease`] drops: the first free slot of a published chunk,
+    /// else of one mapped now; `None` when the directory is full or the OS refuses a chunk.
     pub(crate) fn lease(&'static self) -> Option<Lease<T>> {
         let g = Self::geometry();
         // A chunk this thread mapped and another thread's publication made unneeded.
         let mut unpublished: Option<NonNull<u8>> = None;
         let mut found = None;
         for (c, chunk) in self.chunks.iter().enumerate() {
-            let mut base = chunk.base.load(Ordering::Acquire);
+            let mut base = chunk.base.load(Acquire);
             if base.is_null() {
                 let Some(new) = unpublished.take().or_else(|| self.map_chunk(&g)) else {
                     break;
                 };
-                base = match chunk.base.compare_exchange(
-                    ptr::null_mut(),
-                    new.as_ptr(),
-                    Ordering::AcqRel,
-                    Ordering::Acquire,
-                ) {
+                let won =
+                    chunk
+                        .base
+                        .compare_exchange(ptr::null_mut(), new.as_ptr(), AcqRel, Acquire);
+                base = match won {
                     Ok(_) => {
                         crate::probe::count(crate::probe::Event::ChunkPublished);
                         new.as_ptr()
@@ -146,8 +140,7 @@ impl<T> StatePool<T> {
             }
         }
         if let Some(p) = unpublished {
-            // SAFETY: mapped by `map_chunk` with this geometry, never published, so no
-            // other reference to it exists.
+            // SAFETY: mapped by `map_chunk` with this geometry and never published: unshared.
             unsafe { os::unmap(p, g.len, chunk_layout(&g)) };
         }
         let (c, base, i) = found?;
@@ -181,7 +174,7 @@ impl<T> StatePool<T> {
     pub(crate) fn reset_after_fork(&self, keep: Option<*const T>) {
         let g = Self::geometry();
         for chunk in &self.chunks {
-            let base = chunk.base.load(Ordering::Acquire);
+            let base = chunk.base.load(Acquire);
             if base.is_null() {
                 break;
             }
@@ -199,12 +192,12 @@ impl<T> StatePool<T> {
         let published = self
             .chunks
             .iter()
-            .take_while(|c| !c.base.load(Ordering::Acquire).is_null());
+            .take_while(|c| !c.base.load(Acquire).is_null());
         published.fold((0, 0), |(chunks, claimed), c| {
             let bits: u32 = c
                 .claimed
                 .iter()
-                .map(|w| w.load(Ordering::Relaxed).count_ones())
+                .map(|w| w.load(core::sync::atomic::Ordering::Relaxed).count_ones())
                 .sum();
             (chunks + 1, claimed + bits as usize)
         })
@@ -215,8 +208,7 @@ fn chunk_layout(g: &Geometry) -> Layout {
     Layout::from_size_align(g.len, g.unit).expect("a chunk's layout")
 }
 
-/// One claimed slot of a [`StatePool`]: zeroed when leased, zeroed whole again and released
-/// when dropped.
+/// One claimed slot of a [`StatePool`]: zeroed when leased, zeroed whole and released on drop.
 pub(crate) struct Lease<T: 'static> {
     ptr: NonNull<T>,
     pool: &'static StatePool<T>,
@@ -260,10 +252,8 @@ impl<T> Drop for Lease<T> {
     fn drop(&mut self) {
         self.wipe();
         // The zeroing happens before the next owner's claim (a release, then an acquire).
-        claims::release(
-            &self.pool.chunks[self.chunk as usize].claimed,
-            self.index as usize,
-        );
+        let chunk = &self.pool.chunks[self.chunk as usize];
+        claims::release(&chunk.claimed, self.index as usize);
     }
 }
 

@@ -10,7 +10,6 @@ compile_error!(
      call back into fkrng"
 );
 
-// Under Miri fkrng seeds through the `getrandom` crate, which would call back into fkrng.
 #[cfg(all(miri, getrandom_backend = "custom"))]
 compile_error!(
     "fkrng's `getrandom_backend` feature cannot serve --cfg getrandom_backend=\"custom\" under \
@@ -26,8 +25,7 @@ fn to_getrandom_error(e: crate::Error) -> getrandom::Error {
     }
 }
 
-/// Fills `len` possibly uninitialised bytes at `dest` from the calling thread's generator;
-/// on error they hold zeros.
+/// Fills `len` maybe-uninitialised bytes at `dest` from this thread's generator (zeros on error).
 ///
 /// # Safety
 /// `dest` is valid for writes of `len` bytes, or `len` is 0.

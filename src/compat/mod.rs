@@ -12,17 +12,14 @@ macro_rules! rand_core_impls {
             fn next_u32(&mut self) -> u32 {
                 crate::FkeRng::next_u32(self)
             }
-
             #[inline]
             fn next_u64(&mut self) -> u64 {
                 crate::FkeRng::next_u64(self)
             }
-
             #[inline]
             fn fill_bytes(&mut self, dest: &mut [u8]) {
                 self.fill(dest);
             }
-
             $($fke)*
         }
 
@@ -45,19 +42,16 @@ macro_rules! rand_core_impls {
             fn next_u32(&mut self) -> u32 {
                 crate::u32()
             }
-
             #[inline]
             #[track_caller]
             fn next_u64(&mut self) -> u64 {
                 crate::u64()
             }
-
             #[inline]
             #[track_caller]
             fn fill_bytes(&mut self, dest: &mut [u8]) {
                 crate::fill(dest);
             }
-
             $($thread)*
         }
 

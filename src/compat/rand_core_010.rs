@@ -28,33 +28,28 @@ impl TryRng for FkeRng {
 impl TryCryptoRng for FkeRng {}
 
 #[cfg(feature = "std")]
-mod thread_rng {
-    use crate::ThreadRng;
-    use core::convert::Infallible;
-    use rand_core::{TryCryptoRng, TryRng};
+impl TryRng for crate::ThreadRng {
+    type Error = Infallible;
 
-    impl TryRng for ThreadRng {
-        type Error = Infallible;
-
-        #[inline]
-        #[track_caller]
-        fn try_next_u32(&mut self) -> Result<u32, Infallible> {
-            Ok(crate::u32())
-        }
-
-        #[inline]
-        #[track_caller]
-        fn try_next_u64(&mut self) -> Result<u64, Infallible> {
-            Ok(crate::u64())
-        }
-
-        #[inline]
-        #[track_caller]
-        fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), Infallible> {
-            crate::fill(dest);
-            Ok(())
-        }
+    #[inline]
+    #[track_caller]
+    fn try_next_u32(&mut self) -> Result<u32, Infallible> {
+        Ok(crate::u32())
     }
 
-    impl TryCryptoRng for ThreadRng {}
+    #[inline]
+    #[track_caller]
+    fn try_next_u64(&mut self) -> Result<u64, Infallible> {
+        Ok(crate::u64())
+    }
+
+    #[inline]
+    #[track_caller]
+    fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), Infallible> {
+        crate::fill(dest);
+        Ok(())
+    }
 }
+
+#[cfg(feature = "std")]
+impl TryCryptoRng for crate::ThreadRng {}

@@ -1,5 +1,4 @@
-//! `ThreadRng`, the handle to the calling thread's generator; its `rand_core` traits are in
-//! the other `compat/` files.
+//! `ThreadRng`, the handle to the calling thread's generator (its traits: other `compat/` files).
 
 use core::fmt;
 
@@ -37,12 +36,6 @@ use core::fmt;
 pub struct ThreadRng {
     // Private: handles come only from `fkrng::rng()` and `Default`.
     _private: (),
-}
-
-impl ThreadRng {
-    pub(crate) const fn new() -> Self {
-        ThreadRng { _private: () }
-    }
 }
 
 impl fmt::Debug for ThreadRng {

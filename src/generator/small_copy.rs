@@ -1,8 +1,7 @@
 //! The small-read copy-and-zero (docs/DESIGN.md, "Speed").
 
 /// Moves `src` into `dest` and zeroes `src` with two overlapping fixed-width chunks (head and
-/// tail) instead of calls to `memcpy` and `memset`. The caller guarantees
-/// `dest.len() == src.len() <= 64`.
+/// tail), not `memcpy` and `memset` calls. The caller guarantees `dest.len() == src.len() <= 64`.
 #[inline(always)]
 pub(super) fn take_small(dest: &mut [u8], src: &mut [u8]) {
     /// Moves and zeroes the first and the last `W` bytes of `src` (`W <= n <= 2 W`).

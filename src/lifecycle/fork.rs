@@ -6,25 +6,24 @@
 use crate::error::Error;
 use crate::os::atfork::{self, Handler};
 use crate::os::pages::{self, HONOURED, NOT_HONOURED};
+use Ordering::{Acquire, Relaxed, Release};
 use core::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, Ordering};
 
-/// The epoch alone on a 64-byte cache line, so that no frequently written static beside it
-/// makes every read pay for contention.
+/// The epoch alone on a 64-byte cache line: no frequently written neighbour slows every read.
 #[repr(C, align(64))]
 pub(crate) struct EpochLine(AtomicU64);
 
 /// Process-wide reseed epoch: bumped in a forked child and by `reseed_all`.
 pub(crate) static EPOCH: EpochLine = EpochLine(AtomicU64::new(1));
 
-/// The current epoch (a relaxed load).
 #[inline(always)]
 pub(crate) fn epoch() -> u64 {
-    EPOCH.0.load(Ordering::Relaxed)
+    EPOCH.0.load(Relaxed)
 }
 
 /// Starts a new epoch: every thread reseeds before its next output.
 pub(crate) fn bump_epoch() {
-    EPOCH.0.fetch_add(1, Ordering::Relaxed);
+    EPOCH.0.fetch_add(1, Relaxed);
 }
 
 /// Counted by the prepare and child handlers; unlike [`EPOCH`], `reseed_all` leaves it alone.
@@ -33,42 +32,38 @@ static FORKS: AtomicU64 = AtomicU64::new(0);
 /// How many times the fork handlers ran in this process and its ancestors (a relaxed load):
 /// a read that sees it move was interrupted by a `fork` from a signal handler.
 pub(crate) fn forks() -> u64 {
-    FORKS.load(Ordering::Relaxed)
+    FORKS.load(Relaxed)
 }
 
-/// Forks under way in this process: counted up by the prepare handler, down by the parent
-/// handler, and set to 0 by the child handler (in the child no other fork is under way).
+/// Forks under way: +1 in the prepare handler, -1 in the parent's, set to 0 in the child's.
 static FORKS_UNDER_WAY: AtomicU32 = AtomicU32::new(0);
 
-/// Whether a `fork` is under way: from fkrng's prepare handler to its parent handler, or to
-/// its child handler in the child. A read from another library's fork handler in that window
-/// must neither reseed nor serve the state the child inherits; another thread that sees the
-/// count merely takes the one-off path once.
+/// Whether a `fork` is under way (from fkrng's prepare handler to its parent or child handler):
+/// a read from another library's fork handler then must neither reseed nor serve the state the
+/// child inherits; another thread that sees the count merely takes the one-off path once.
 pub(crate) fn fork_under_way() -> bool {
-    FORKS_UNDER_WAY.load(Ordering::Relaxed) != 0
+    FORKS_UNDER_WAY.load(Relaxed) != 0
 }
 
-/// The prepare handler: a fork under way and a new epoch, so that parent and child both
-/// reseed before their next output.
+/// The prepare handler: a fork under way, and a new epoch so that parent and child reseed.
 extern "C" fn atfork_prepare() {
     // The count goes up first: a read that sees the new epoch sees the fork under way.
-    FORKS_UNDER_WAY.fetch_add(1, Ordering::Relaxed);
-    FORKS.fetch_add(1, Ordering::Relaxed);
+    FORKS_UNDER_WAY.fetch_add(1, Relaxed);
+    FORKS.fetch_add(1, Relaxed);
     bump_epoch();
 }
 
 /// The parent handler: this fork is no longer under way (the count never goes below 0).
 extern "C" fn atfork_parent() {
-    let _ =
-        FORKS_UNDER_WAY.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
+    let _ = FORKS_UNDER_WAY.fetch_update(Relaxed, Relaxed, |n| n.checked_sub(1));
 }
 
 /// The lifecycle's part of the child handler: a new epoch and no fork under way (the
 /// parent's other threads' forks do not continue here). Async-signal-safe.
 pub(crate) fn in_child() {
     bump_epoch();
-    FORKS.fetch_add(1, Ordering::Relaxed);
-    FORKS_UNDER_WAY.store(0, Ordering::Relaxed);
+    FORKS.fetch_add(1, Relaxed);
+    FORKS_UNDER_WAY.store(0, Relaxed);
 }
 
 const HANDLERS_UNREGISTERED: u8 = 0;
@@ -82,12 +77,11 @@ static HANDLERS: AtomicU8 = AtomicU8::new(HANDLERS_UNREGISTERED);
 /// once per process (Unix); a no-op elsewhere. On failure, [`Error`] with `pthread_atfork`'s
 /// error number (`ENOMEM`), and the next thread set-up tries again.
 pub(crate) fn register_atfork(child: Handler) -> Result<(), Error> {
-    if HANDLERS.load(Ordering::Acquire) == HANDLERS_REGISTERED {
+    if HANDLERS.load(Acquire) == HANDLERS_REGISTERED {
         return Ok(());
     }
-    register_with(&HANDLERS, || {
-        atfork::register(atfork_prepare, atfork_parent, child)
-    })
+    let register = || atfork::register(atfork_prepare, atfork_parent, child);
+    register_with(&HANDLERS, register)
 }
 
 /// Runs `register` (0 or an error number, as `pthread_atfork`) and records the outcome in
@@ -96,17 +90,12 @@ pub(crate) fn register_atfork(child: Handler) -> Result<(), Error> {
 fn register_with(state: &AtomicU8, register: impl FnOnce() -> i32) -> Result<(), Error> {
     match register() {
         0 => {
-            state.store(HANDLERS_REGISTERED, Ordering::Release);
+            state.store(HANDLERS_REGISTERED, Release);
             Ok(())
         }
         code => {
             // A failure never hides an earlier success (another thread's registration).
-            let _ = state.compare_exchange(
-                HANDLERS_UNREGISTERED,
-                HANDLERS_FAILED,
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            );
+            _ = state.compare_exchange(HANDLERS_UNREGISTERED, HANDLERS_FAILED, Relaxed, Relaxed);
             Err(Error::fork_handler(code))
         }
     }
@@ -115,8 +104,7 @@ fn register_with(state: &AtomicU8, register: impl FnOnce() -> i32) -> Result<(),
 /// How the state of one thread is protected against `fork`, as found for this process.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ForkProtection {
-    /// The state lives in `MADV_WIPEONFORK` pages that the kernel was seen to honour, plus
-    /// the atfork epoch.
+    /// `MADV_WIPEONFORK` pages the kernel was seen to honour hold the state, plus the atfork epoch.
     WipeOnFork,
     /// Only the `pthread_atfork` epoch (other Unix systems, Linux before 4.14, emulators
     /// that ignore the advice): `fork()` is detected, a raw `clone` is not.
@@ -137,11 +125,8 @@ pub enum ForkProtection {
 /// `/proc/self/smaps` (0.1 ms to some milliseconds: docs/SECURITY.md); an emulator that
 /// ignores the advice, or an unreadable `/proc`, gives `AtforkEpoch`. Later calls are a load.
 pub fn fork_protection() -> Option<ForkProtection> {
-    protection(
-        pages::wipe_on_fork(),
-        HANDLERS.load(Ordering::Relaxed),
-        cfg!(all(unix, not(miri))),
-    )
+    let unix = cfg!(all(unix, not(miri)));
+    protection(pages::wipe_on_fork(), HANDLERS.load(Relaxed), unix)
 }
 
 /// [`fork_protection`] from the wipe-on-fork finding, the handlers' registration and whether

@@ -14,8 +14,7 @@ pub(crate) enum OneOff {
     Interrupted,
     /// The thread has no state: released at thread exit, being set up, or no memory for it.
     Unavailable,
-    /// A `fork` is under way (a read from another library's fork handler): the state is
-    /// the one the child inherits.
+    /// A `fork` is under way (another library's fork handler reads): the child inherits the state.
     ForkUnderWay,
 }
 
@@ -54,7 +53,6 @@ fn one_off_once(dest: &mut [u8]) -> Result<(), Error> {
     let mut s = [0u8; KEY_LEN];
     let draw = Os.seed(&mut s);
     one_off.mix_key(&s);
-    // The counter and clocks, as at every seed.
     crate::os::diversifier::diversifier(&mut s, false);
     one_off.mix_key(&s);
     s.zeroize();

@@ -5,8 +5,7 @@
 /// (re)seed draws its budget uniformly from [`RESEED_MIN_BYTES`, 2 × `RESEED_MIN_BYTES`)
 /// bytes, and the reseed comes at the first refill or direct fill past it.
 pub const RESEED_MIN_BYTES: u64 = 1 << 20;
-/// Time after which a thread reseeds at its next refill: 60 seconds (the Linux kernel's
-/// crng reseed interval), in nanoseconds.
+/// Time after which a thread reseeds at its next refill, in nanoseconds: 60 s (the Linux crng's).
 pub const RESEED_INTERVAL_NS: u64 = 60 * 1_000_000_000;
 
 /// A monotonic clock in nanoseconds, injectable for tests.

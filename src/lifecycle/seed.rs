@@ -1,5 +1,4 @@
-//! Seeding: 32 bytes of key material and a 32-bit budget draw from a source of entropy,
-//! the OS's ([`Os`]) or a test's.
+//! Seeding: 32 bytes of key material and a 32-bit budget draw from the OS ([`Os`]) or a test.
 
 use crate::error::Error;
 use crate::generator::KEY_LEN;
@@ -15,10 +14,9 @@ pub(crate) trait Entropy {
         self.fill(dest)
     }
 
-    /// Writes a 32-byte seed into `key` and returns a 32-bit draw (for the reseed byte
-    /// budget), refusing an all-zero seed (a source that "succeeded" without writing must
-    /// not give a known key). On error `key` is all zero. The seed is never returned or
-    /// passed by value: every such move leaves a copy in a stack frame nothing wipes.
+    /// Writes a 32-byte seed into `key` and returns a 32-bit draw (for the reseed byte budget),
+    /// refusing an all-zero seed (a source that "succeeded" without writing). On error `key` is all
+    /// zero. The seed is never returned or passed by value: such moves leave unwiped stack copies.
     fn seed(&mut self, key: &mut [u8; KEY_LEN]) -> Result<u32, Error> {
         seed_from(key, |raw| self.fill(raw))
     }

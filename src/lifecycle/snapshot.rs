@@ -35,8 +35,7 @@ pub(crate) static UNMAPPED: AtomicU64 = AtomicU64::new(0);
 #[repr(C, align(64))]
 pub(crate) struct CounterLine(pub(crate) AtomicPtr<AtomicU64>);
 
-/// Invariant: points to [`UNMAPPED`], or to `vm_generation_counter` in the device page,
-/// which is never unmapped once published.
+/// Invariant: points to [`UNMAPPED`] or to `vm_generation_counter` in a never-unmapped page.
 pub(crate) static COUNTER: CounterLine =
     CounterLine(AtomicPtr::new(core::ptr::addr_of!(UNMAPPED).cast_mut()));
 
@@ -81,17 +80,15 @@ pub fn snapshot_protection() -> Option<SnapshotProtection> {
 /// hypervisor's update is complete before a restored guest runs again.
 #[inline(always)]
 pub(crate) fn generation() -> u64 {
-    // SAFETY: `COUNTER` points to `UNMAPPED` or into a mapped, page-aligned device page
-    // that is never unmapped; the counter is 8-byte aligned (offset 104). Relaxed 64-bit
-    // loads on a 64-bit target are plain loads, which are allowed on read-only memory. The
-    // Acquire pairs with the Release store that publishes a mapping.
+    // SAFETY: `COUNTER` points to `UNMAPPED` or at offset 104 (8-byte aligned) of a mapped
+    // device page that is never unmapped; relaxed 64-bit loads are plain loads, allowed on
+    // read-only memory. The Acquire pairs with the Release store that publishes a mapping.
     unsafe { (*COUNTER.0.load(Ordering::Acquire)).load(Ordering::Relaxed) }
 }
 
-/// The generation counter read under the seqlock, for a state about to (re)seed (probing the
-/// device at the process's first seeding); unsettled, the counter as it reads now (the
-/// caller reseeds anyway; a later change makes the next read reseed again). A cleared
-/// counter-present flag ends the protection for the rest of the process ([`lapse`]).
+/// The generation counter read under the seqlock, for a state about to (re)seed (probing the device
+/// at the process's first seeding); unsettled, the counter as it reads now (the caller reseeds
+/// anyway). A cleared counter-present flag ends the protection for good ([`lapse`]).
 #[cold]
 pub(crate) fn settled_generation() -> u64 {
     if PROBE.load(Ordering::Acquire) == UNKNOWN {
@@ -121,10 +118,10 @@ fn mapped_region() -> Option<Region> {
     if core::ptr::eq(p, &UNMAPPED) {
         return None;
     }
-    // SAFETY: a published counter pointer is `OFFSET_VM_GENERATION_COUNTER` bytes into a
-    // mapped page (see `probe_once`).
-    let page = unsafe { p.cast::<u8>().sub(OFFSET_VM_GENERATION_COUNTER) };
-    Some(Region(page))
+    // SAFETY: a published counter is `OFFSET_VM_GENERATION_COUNTER` bytes into a mapped page.
+    Some(Region(unsafe {
+        p.cast::<u8>().sub(OFFSET_VM_GENERATION_COUNTER)
+    }))
 }
 
 /// Claims the probe and maps the device, or returns at once if another thread has claimed
@@ -157,8 +154,7 @@ fn device_path() -> std::ffi::OsString {
     DEVICE.into()
 }
 
-/// The file mapped instead of [`DEVICE`], and whether a failure to map it aborts the
-/// process (set by `test_hooks::snapshot`).
+/// The file mapped instead of [`DEVICE`], and whether failing to map it aborts (test hooks).
 #[cfg(any(test, fkrng_test_hooks))]
 pub(crate) static STAND_IN: std::sync::OnceLock<(std::ffi::OsString, bool)> =
     std::sync::OnceLock::new();
@@ -190,6 +186,5 @@ fn map_device() -> Option<Region> {
     not(miri)
 )))]
 fn map_device() -> Option<Region> {
-    let _ = device_path();
     None
 }

@@ -21,9 +21,8 @@ pub(crate) fn diversifier(d: &mut [u8; KEY_LEN], cpu_rng: bool) {
 }
 
 /// XORs one checked word of `next` (the CPU's generator) over each 8 bytes of `out`. A word
-/// that is all zeros, all ones, or equal to the word before it counts as no word: a stuck
-/// generator (AMD parts have returned all-ones from `RDRAND` after a resume) adds nothing
-/// rather than a known value. The previous word is kept in a local that is wiped.
+/// that is all zeros, all ones or a repeat of the one before counts as none: a stuck generator
+/// adds nothing rather than a known value. Every copy of a word made here is wiped.
 fn mix_cpu_words(out: &mut [u8], mut next: impl FnMut() -> Option<u64>) {
     let mut previous = None;
     for chunk in out.chunks_exact_mut(8) {
@@ -33,7 +32,6 @@ fn mix_cpu_words(out: &mut [u8], mut next: impl FnMut() -> Option<u64>) {
         for (b, w) in chunk.iter_mut().zip(&bytes) {
             *b ^= w;
         }
-        // Key material: the copies made here are wiped.
         zeroize::Zeroize::zeroize(&mut bytes);
     }
     zeroize::Zeroize::zeroize(&mut previous);

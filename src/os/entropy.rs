@@ -14,11 +14,6 @@ static POOL_READY: AtomicBool = AtomicBool::new(false);
 /// Set once the system call has filled a request: the pool is ready and the call allowed.
 pub(super) static SYSCALL_ANSWERED: AtomicBool = AtomicBool::new(false);
 
-/// Fills `dest` from the kernel: the system call, or the checked device.
-pub(crate) fn fill(dest: &mut [u8]) -> Result<(), Error> {
-    or_device(dest, fill_by_syscall)
-}
-
 /// `first(dest)`, then the checked device if it failed with `ENOSYS` or `EPERM`.
 pub(super) fn or_device(
     dest: &mut [u8],
@@ -122,9 +117,8 @@ fn pool_known_ready() -> Result<(), Error> {
     let fd = open_device(URANDOM)?;
     let mut bits: libc::c_int = 0;
     // SAFETY: `fd.0` is open; `RNDGETENTCNT` writes one `int` to the pointer given.
-    retried(libc::EINTR, || unsafe {
-        libc::ioctl(fd.0, RNDGETENTCNT as _, &mut bits)
-    })?;
+    let ioctl = || unsafe { libc::ioctl(fd.0, RNDGETENTCNT as _, &mut bits) };
+    retried(libc::EINTR, ioctl)?;
     let ready = bits >= READY_BITS;
     ready.then_some(()).ok_or(Error::from_errno(libc::EAGAIN))
 }
@@ -159,9 +153,8 @@ pub(crate) fn fill_exact(
 }
 
 fn errno() -> i32 {
-    std::io::Error::last_os_error()
-        .raw_os_error()
-        .unwrap_or(libc::EIO)
+    let error = std::io::Error::last_os_error();
+    error.raw_os_error().unwrap_or(libc::EIO)
 }
 
 struct Descriptor(libc::c_int);

@@ -44,8 +44,7 @@ fn function() -> Option<VGetrandom> {
         found = find_function().unwrap_or(NONE);
         FUNCTION.store(found, Ordering::Release);
     }
-    // SAFETY: any value but NONE is the address of the vDSO's `vgetrandom` (`LINUX_2.6`),
-    // whose ABI `VGetrandom` is.
+    // SAFETY: any value but NONE is the address of the vDSO's `vgetrandom`, of ABI `VGetrandom`.
     (found != NONE).then(|| unsafe { core::mem::transmute::<usize, VGetrandom>(found) })
 }
 
@@ -115,10 +114,8 @@ unsafe fn lookup(image: usize, name: &[u8], version: &[u8]) -> Option<usize> {
         {
             return None;
         }
-        let headers = core::slice::from_raw_parts(
-            (image + header.e_phoff as usize) as *const libc::Elf64_Phdr,
-            usize::from(header.e_phnum),
-        );
+        let first = (image + header.e_phoff as usize) as *const libc::Elf64_Phdr;
+        let headers = core::slice::from_raw_parts(first, usize::from(header.e_phnum));
         // Link-time addresses become run-time ones by this offset.
         let load = headers.iter().find(|h| h.p_type == libc::PT_LOAD)?;
         let bias = image
@@ -178,18 +175,15 @@ unsafe fn lookup(image: usize, name: &[u8], version: &[u8]) -> Option<usize> {
     }
 }
 
-/// Fills `dest` from the vDSO; `None` where it has no `getrandom`, the state page cannot
-/// be mapped or every state is leased. A state last zeroed before `epoch` is zeroed first:
-/// no state that was in memory before a fork or `reseed_all` serves a seed after it.
-/// Errors: the system call's (the vDSO makes it).
+/// Fills `dest` from the vDSO with a state zeroed in `epoch` ([`STAMPS`]), or the system call's
+/// error; `None` where there is no vDSO `getrandom`, no state page or no free state.
 pub(super) fn fill(dest: &mut [u8], epoch: u64) -> Option<Result<(), Error>> {
     let function = function()?;
     let len = STATE_LEN.load(Ordering::Relaxed);
     let filled = leased(|state, index| {
         if STAMPS[index].load(Ordering::Relaxed) != epoch {
-            // SAFETY: the leased state's `len` bytes lie in the mapped page and belong to
-            // this call alone. A zeroed state is one the vDSO keys afresh from the kernel
-            // (its generation never matches the kernel's, as after `MAP_DROPPABLE` drops it).
+            // SAFETY: the leased state's `len` bytes lie in the mapped page, this call's alone.
+            // Zeroed, the vDSO keys it afresh from the kernel (as after `MAP_DROPPABLE`).
             unsafe { core::ptr::write_bytes(state.cast::<u8>(), 0, len) };
             STAMPS[index].store(epoch, Ordering::Relaxed);
             crate::probe::count(crate::probe::Event::VdsoStateCleared);
@@ -211,8 +205,7 @@ pub(super) fn fill(dest: &mut [u8], epoch: u64) -> Option<Result<(), Error>> {
     Some(filled)
 }
 
-/// Runs `f` with a free state leased to it alone, and its index; `None` if there is no
-/// page or state.
+/// Runs `f` with a free state leased to it alone, and its index; `None` without a free state.
 fn leased<R>(f: impl FnOnce(*mut c_void, usize) -> R) -> Option<R> {
     let page = state_page()?;
     // Counted around claim and release, for a fork from a signal handler in between.

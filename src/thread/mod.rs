@@ -1,18 +1,15 @@
-//! The thread-local generator: one state per OS thread in a slot leased from the pool
-//! [`STATES`], reached through [`STATE`] (slot pointer and re-entrancy flag). [`OWNER`] holds
-//! the lease; at thread exit it marks the slot [`UNAVAILABLE`] (later reads take
-//! [`one_off_fill`]), zeroes it and returns it. The small-read path makes no system call,
-//! lock, atomic read-modify-write or heap allocation.
+//! The thread-local generator: one state per OS thread in a slot leased from the pool [`STATES`],
+//! reached through [`STATE`]. [`OWNER`] holds the lease; at thread exit it marks the slot
+//! [`UNAVAILABLE`] (later reads take [`one_off_fill`]), zeroes it and returns it. The small-read
+//! path makes no system call, lock, atomic read-modify-write or heap allocation.
 
 mod state;
 #[cfg(test)]
 mod tests;
 
 use crate::error::Error;
-use crate::lifecycle::fork;
 use crate::lifecycle::one_off::{OneOff, one_off_fill};
-use crate::lifecycle::reseed::Monotonic;
-use crate::lifecycle::seed::Os;
+use crate::lifecycle::{fork, reseed::Monotonic, seed::Os};
 use crate::os::pages::Advice;
 use crate::pool::{Lease, StatePool};
 use core::cell::Cell;
@@ -48,8 +45,7 @@ impl Owner {
             return;
         };
         set_slot(UNAVAILABLE);
-        // A handler from here on finds the slot released, not half-wiped. (No busy flag: no
-        // destructor runs inside a read on its thread.)
+        // Now a handler finds the slot released, not half-wiped (no destructor runs mid-read).
         compiler_fence(Ordering::SeqCst);
         #[cfg(test)]
         {
@@ -112,14 +108,12 @@ pub(crate) struct ThreadSlot {
 }
 
 std::thread_local! {
-    /// This thread's slot pointer and re-entrancy flag.
     pub(crate) static STATE: ThreadSlot = const {
         ThreadSlot { slot: Cell::new(ptr::null_mut()), busy: AtomicBool::new(false) }
     };
     pub(crate) static OWNER: Owner = const { Owner(Cell::new(None)) };
 }
 
-/// This thread's slot: null before the first read, [`UNAVAILABLE`] after thread exit.
 #[inline(always)]
 pub(crate) fn slot() -> *mut Slot {
     STATE.with(|t| t.slot.get())
@@ -166,26 +160,23 @@ pub(crate) fn take<const N: usize>() -> Option<[u8; N]> {
 }
 
 /// Runs `f` on the generator in `slot`, or returns `None` without touching it when a read is
-/// under way on this thread (a signal handler interrupted it). Only this thread and its
-/// handlers use the flag, and a handler runs to completion (one between the check and the
-/// set completes its whole read first), so program order suffices: the fences keep the
-/// state's accesses between the two stores.
+/// under way on this thread (a signal handler interrupted it). Only this thread and its handlers
+/// use the flag, and a handler runs to completion (one between check and set finishes its read
+/// first), so program order suffices: the fences keep the state's accesses between the stores.
 ///
 /// # Safety
 /// `slot` points to this thread's live slot.
 #[inline(always)]
 pub(crate) unsafe fn enter<R>(slot: *mut Slot, f: impl FnOnce(&mut ThreadState) -> R) -> Option<R> {
     let busy = STATE.with(|t| &raw const t.busy);
-    // SAFETY: a thread-local without a destructor stays valid for its thread's whole life,
-    // which this call is part of.
+    // SAFETY: a thread-local without a destructor lives as long as its thread, which runs this.
     let busy = unsafe { &*busy };
     if busy.load(Ordering::Relaxed) {
         return None;
     }
     busy.store(true, Ordering::Relaxed);
     compiler_fence(Ordering::SeqCst);
-    // SAFETY: the caller guarantees `slot` is live; no other reference to its state exists
-    // while the flag is set (see above).
+    // SAFETY: `slot` is live (caller's contract); no other reference to it while the flag is set.
     let result = f(unsafe { &mut (*slot).state });
     compiler_fence(Ordering::SeqCst);
     busy.store(false, Ordering::Relaxed);
@@ -227,13 +218,12 @@ pub(crate) fn set_up(
 ) -> Result<Option<*mut Slot>, Error> {
     // A signal handler that runs while this is under way takes the OS path.
     set_slot(UNAVAILABLE);
-    if let Err(e) = register() {
-        set_slot(ptr::null_mut());
-        return Err(e);
-    }
-    let Some(lease) = pool(advice).lease() else {
-        set_slot(ptr::null_mut());
-        return Ok(None);
+    let lease = match register().map(|()| pool(advice).lease()) {
+        Ok(Some(lease)) => lease,
+        refused => {
+            set_slot(ptr::null_mut());
+            return refused.map(|_| None);
+        }
     };
     crate::probe::count(crate::probe::Event::StateSetUp);
     let p = lease.as_ptr();

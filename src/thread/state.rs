@@ -18,8 +18,7 @@ pub(crate) struct ThreadState {
     pub(crate) life: Lifecycle,
 }
 
-/// What a thread's slot in the state pool holds: its generator. (The re-entrancy flag is
-/// thread-local, [`super::ThreadSlot`].) Valid when all-zero.
+/// A pool slot: a thread's generator, valid all-zero (the busy flag: [`super::ThreadSlot`]).
 #[repr(C)]
 pub(crate) struct Slot {
     pub(crate) state: ThreadState,
@@ -34,10 +33,9 @@ impl ThreadState {
         })
     }
 
-    /// Whether the key belongs to this process and VM generation: a read's only check, made
-    /// once its bytes are copied out. The state's epoch is loaded volatile: a handler's raw
-    /// `clone` during the read moves no epoch but leaves the child a zeroed state, whose
-    /// epoch 0 no process-wide epoch ever is.
+    /// Whether the key belongs to this process and VM generation: a read's only check, once its
+    /// bytes are copied out. The epoch is read volatile: a handler's raw `clone` mid-read moves no
+    /// epoch but leaves the child a zeroed state, whose epoch 0 no process-wide epoch is.
     #[inline(always)]
     fn current(&self) -> bool {
         // Keeps the copy before the loads: a handler's fork between the two must be seen.
@@ -48,10 +46,9 @@ impl ThreadState {
         own == fork::epoch() && self.life.generation == snapshot::generation()
     }
 
-    /// The small-read fast path: copy and zero, then [`Self::current`], as the vDSO
-    /// `getrandom` re-reads its generation after copying. Bytes copied from a state that was
-    /// stale or went stale (a handler's fork or raw `clone`, a restore) are discarded and the
-    /// request served again from a reseeded state ([`Self::discard_and_fill`]).
+    /// The small-read fast path: copy and zero, then [`Self::current`]. Bytes copied from a state
+    /// that was stale or went stale (a handler's fork or raw `clone`, a restore) are discarded
+    /// and the request served again from a reseeded state ([`Self::discard_and_fill`]).
     #[inline(always)]
     pub(super) fn fill(&mut self, dest: &mut [u8]) -> Result<(), Error> {
         if dest.len() <= self.fke.available() {
@@ -74,8 +71,7 @@ impl ThreadState {
         if self.current() { Some(out) } else { None }
     }
 
-    /// A read copied from a stale state: its bytes are zeroed and it is served again through
-    /// [`Self::fill_slow`], which reseeds first.
+    /// Zeroes a read copied from a stale state and serves it anew by [`Self::fill_slow`] (reseeds).
     #[cold]
     #[inline(never)]
     fn discard_and_fill(&mut self, dest: &mut [u8]) -> Result<(), Error> {

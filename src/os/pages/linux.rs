@@ -12,8 +12,7 @@ pub(crate) fn map(layout: Layout, advice: Advice) -> Option<(NonNull<u8>, usize,
     debug_assert!(layout.align() <= page);
     let prot = libc::PROT_READ | libc::PROT_WRITE;
     let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS;
-    // SAFETY: an anonymous private mapping with no address hint has no preconditions; the
-    // result is checked against MAP_FAILED.
+    // SAFETY: an anonymous private mapping with no address hint; the result is checked below.
     let addr = unsafe { libc::mmap(core::ptr::null_mut(), len, prot, flags, -1, 0) };
     if addr == libc::MAP_FAILED {
         return None;

@@ -10,8 +10,7 @@ use super::Advice;
 use core::alloc::Layout;
 use core::ptr::NonNull;
 
-/// A zeroed allocation for `layout`: the address, its size, and `false` (no wipe-on-fork).
-/// `None` when the allocator refuses.
+/// A zeroed allocation for `layout`: address, size, `false` (no wipe-on-fork); `None` if refused.
 ///
 /// # Panics
 /// If `layout` is zero-sized (a chunk is 64 KiB).
@@ -35,8 +34,7 @@ pub(crate) fn probe_honoured() -> bool {
 /// Frees an allocation made by [`map`].
 ///
 /// # Safety
-/// `ptr` came from `map(layout, _)` with this `layout` and is freed once; nothing uses it
-/// afterwards.
+/// `ptr` came from `map(layout, _)` with this `layout`; freed once, unused afterwards.
 pub(crate) unsafe fn unmap(ptr: NonNull<u8>, _len: usize, layout: Layout) {
     // SAFETY: allocated with this layout by `map` (caller's contract).
     unsafe { std::alloc::dealloc(ptr.as_ptr(), layout) }
