@@ -199,6 +199,7 @@ mod avx2;
 mod avx512;
 mod dispatch;
 mod path;
+#[cfg(target_arch = "x86_64")]
 mod rider;
 mod scrub;
 mod small_stack;
