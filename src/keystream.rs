@@ -76,7 +76,9 @@ fn direct_fill_below(blocks: &mut [Block; 16], rest: &mut [u8]) {
     };
     // Whole passes for all blocks but the last, which goes through a wiped scratch block.
     let (head, last) = rest.split_at_mut((needed - 1) * BLOCK_LEN);
-    write_blocks(key_of(&blocks[0]), 16, head.as_chunks_mut().0);
+    if !head.is_empty() {
+        write_blocks(key_of(&blocks[0]), 16, head.as_chunks_mut().0);
+    }
     let mut words = dispatch::key_words(key_of(&blocks[0]));
     let mut scratch = [0u8; BLOCK_LEN];
     // SAFETY: the kernel is the selected row's, which this CPU has (`selected` panics on a
