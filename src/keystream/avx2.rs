@@ -2,6 +2,7 @@
 //! so the rounds are lane-wise adds, xors and rotations, and one transposition at the end
 //! stores the blocks.
 
+use super::rider::Rider;
 use super::{Block, SIGMA};
 use core::arch::x86_64::*;
 
@@ -83,6 +84,33 @@ fn store_half(x: &[__m256i; 16], w: usize, out: &mut [Block]) {
 /// most 2^32 (`PassKernel::usable`).
 #[target_feature(enable = "avx2")]
 pub(super) unsafe fn write_blocks(key: &[u32; 8], counter: u64, out: &mut [Block]) {
+    passes(key, counter, out, |_| {});
+}
+
+/// Keystream blocks 0..16 into `refill` (two passes) and block `counter` into `extra`, which
+/// rides along the first pass ([`Rider`]).
+///
+/// # Safety
+/// The CPU must have AVX2.
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn write_refill_and_block(
+    key: &[u32; 8],
+    refill: &mut [Block; 16],
+    counter: u64,
+    extra: &mut Block,
+) {
+    let (first, second) = refill.split_at_mut(LANES);
+    let mut rider = Rider::new(key, counter);
+    passes(key, 0, first, |q| rider.quarter(q));
+    rider.finish(key, counter, extra);
+    passes(key, LANES as u64, second, |_| {});
+}
+
+/// [`write_blocks`], calling `each` with every quarter round's word indices after the
+/// pass's own, in the same loop body, so that a rider's rounds interleave with the pass's.
+#[target_feature(enable = "avx2")]
+#[inline]
+fn passes(key: &[u32; 8], counter: u64, out: &mut [Block], mut each: impl FnMut([usize; 4])) {
     debug_assert!(out.len().is_multiple_of(LANES) && counter + out.len() as u64 <= 1 << 32);
     // `vpshufb` masks that rotate every 32-bit lane left by 16 and by 8 bits.
     let r16 = _mm256_setr_epi8(
@@ -106,16 +134,20 @@ pub(super) unsafe fn write_blocks(key: &[u32; 8], counter: u64, out: &mut [Block
     for pass in out.chunks_exact_mut(LANES) {
         init[12] = _mm256_add_epi32(_mm256_set1_epi32(low as i32), lane_offsets);
         let mut x = init;
+        let mut quarter = |x: &mut [__m256i; 16], q| {
+            quarter(x, q, r16, r8);
+            each(q);
+        };
         for _ in 0..10 {
             // Columns, then diagonals (RFC 8439, section 2.3).
-            quarter(&mut x, [0, 4, 8, 12], r16, r8);
-            quarter(&mut x, [1, 5, 9, 13], r16, r8);
-            quarter(&mut x, [2, 6, 10, 14], r16, r8);
-            quarter(&mut x, [3, 7, 11, 15], r16, r8);
-            quarter(&mut x, [0, 5, 10, 15], r16, r8);
-            quarter(&mut x, [1, 6, 11, 12], r16, r8);
-            quarter(&mut x, [2, 7, 8, 13], r16, r8);
-            quarter(&mut x, [3, 4, 9, 14], r16, r8);
+            quarter(&mut x, [0, 4, 8, 12]);
+            quarter(&mut x, [1, 5, 9, 13]);
+            quarter(&mut x, [2, 6, 10, 14]);
+            quarter(&mut x, [3, 7, 11, 15]);
+            quarter(&mut x, [0, 5, 10, 15]);
+            quarter(&mut x, [1, 6, 11, 12]);
+            quarter(&mut x, [2, 7, 8, 13]);
+            quarter(&mut x, [3, 4, 9, 14]);
         }
         for i in 0..16 {
             x[i] = _mm256_add_epi32(x[i], init[i]);
