@@ -84,7 +84,10 @@ const TABLE: &[Row] = &[
         tail: Some(avx512::write_tail),
         rider: Some(avx512::write_refill_and_block),
     },
-    row(KeystreamPath::Avx2, &[AVX2_PASS]),
+    Row {
+        rider: Some(avx2::write_refill_and_block),
+        ..row(KeystreamPath::Avx2, &[AVX2_PASS])
+    },
     PORTABLE,
 ];
 #[cfg(not(target_arch = "x86_64"))]
