@@ -66,10 +66,8 @@ pub(crate) fn direct_fill_in_place(blocks: &mut [Block; 16], rest: &mut [u8]) {
 #[inline(never)]
 fn direct_fill_below(blocks: &mut [Block; 16], rest: &mut [u8]) {
     let needed = rest.len().div_ceil(BLOCK_LEN);
-    let rider = dispatch::selected()
-        .rider
-        .filter(|_| needed % TAIL_BLOCKS == 1);
-    let Some(write_refill_and_block) = rider else {
+    let row = dispatch::selected();
+    let Some(write_refill_and_block) = row.rider.filter(|_| needed % TAIL_BLOCKS == 1) else {
         write_bytes_below(key_of(&blocks[0]), 16, rest);
         refill_below(blocks);
         return;
@@ -100,17 +98,12 @@ fn write_bytes_below(key: &[u8; KEY_LEN], counter: u64, out: &mut [u8]) {
         return;
     }
     let row = dispatch::selected();
-    let lanes = row
-        .passes
-        .first()
-        .map_or(TAIL_BLOCKS, |kernel| kernel.lanes);
+    let lanes = row.passes.first().map_or(TAIL_BLOCKS, |k| k.lanes);
     let (blocks, _) = out.as_chunks_mut::<BLOCK_LEN>();
     let whole = blocks.len() - blocks.len() % lanes;
     write_blocks(key, counter, &mut blocks[..whole]);
-    let (counter, rest) = (
-        counter.wrapping_add(whole as u64),
-        &mut out[whole * BLOCK_LEN..],
-    );
+    let rest = &mut out[whole * BLOCK_LEN..];
+    let counter = counter.wrapping_add(whole as u64);
     // A scratch of one pass: sixteen blocks only where the passes are that wide, so that
     // the eight-block paths, whose kernels use more stack, stay within the scrub.
     match lanes {
