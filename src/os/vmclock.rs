@@ -2,7 +2,11 @@
 //! validation, seqlock read. Only atomic loads: the hypervisor changes fields under us.
 // Where `map` is not built, the unit tests alone use the ABI's constants and validation.
 #![cfg_attr(
-    not(all(target_os = "linux", target_endian = "little", target_pointer_width = "64")),
+    not(all(
+        target_os = "linux",
+        target_endian = "little",
+        target_pointer_width = "64"
+    )),
     allow(dead_code)
 )]
 
