@@ -119,14 +119,11 @@ impl<T> StatePool<T> {
                 let Some(new) = unpublished.take().or_else(|| self.map_chunk(&g)) else {
                     break;
                 };
-                let won =
-                    chunk
-                        .base
-                        .compare_exchange(ptr::null_mut(), new.as_ptr(), AcqRel, Acquire);
-                base = match won {
+                let (null, p) = (ptr::null_mut(), new.as_ptr());
+                base = match chunk.base.compare_exchange(null, p, AcqRel, Acquire) {
                     Ok(_) => {
                         crate::probe::count(crate::probe::Event::ChunkPublished);
-                        new.as_ptr()
+                        p
                     }
                     Err(theirs) => {
                         unpublished = Some(new);

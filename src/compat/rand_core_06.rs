@@ -24,9 +24,6 @@ rand_core_impls!(
     }
 );
 
-#[cfg(feature = "std")]
-const NO_OS_CODE: NonZeroU32 = NonZeroU32::new(rand_core_06::Error::CUSTOM_START).unwrap();
-
 /// `rand_core` 0.6 keeps OS errors as their positive `errno` (below `INTERNAL_START`).
 #[cfg(feature = "std")]
 #[cold]
@@ -36,7 +33,7 @@ fn to_rand_core_error(e: crate::Error) -> rand_core_06::Error {
         .and_then(|c| u32::try_from(c).ok())
         .filter(|&c| c < rand_core_06::Error::INTERNAL_START)
         .and_then(NonZeroU32::new)
-        .unwrap_or(NO_OS_CODE);
+        .unwrap_or(const { NonZeroU32::new(rand_core_06::Error::CUSTOM_START).unwrap() });
     rand_core_06::Error::from(code)
 }
 

@@ -88,17 +88,14 @@ pub(crate) fn register_atfork(child: Handler) -> Result<(), Error> {
 /// `state`. No lock or `Once`, so a child forked mid-registration never waits for a thread
 /// it lacks; racing threads may each register (a fork then bumps the epoch more than once).
 fn register_with(state: &AtomicU8, register: impl FnOnce() -> i32) -> Result<(), Error> {
-    match register() {
-        0 => {
-            state.store(HANDLERS_REGISTERED, Release);
-            Ok(())
-        }
-        code => {
-            // A failure never hides an earlier success (another thread's registration).
-            _ = state.compare_exchange(HANDLERS_UNREGISTERED, HANDLERS_FAILED, Relaxed, Relaxed);
-            Err(Error::fork_handler(code))
-        }
+    let code = register();
+    if code == 0 {
+        state.store(HANDLERS_REGISTERED, Release);
+        return Ok(());
     }
+    // A failure never hides an earlier success (another thread's registration).
+    _ = state.compare_exchange(HANDLERS_UNREGISTERED, HANDLERS_FAILED, Relaxed, Relaxed);
+    Err(Error::fork_handler(code))
 }
 
 /// How the state of one thread is protected against `fork`, as found for this process.

@@ -3,7 +3,7 @@
 
 use crate::error::Error;
 use crate::generator::{FkeState, KEY_LEN};
-use crate::lifecycle::seed::{Entropy, Os};
+use crate::lifecycle::seed::{Entropy, Os, mix_fresh_seed};
 use crate::lifecycle::{fork, snapshot};
 use zeroize::Zeroize;
 
@@ -50,16 +50,8 @@ fn one_off_once(dest: &mut [u8]) -> Result<(), Error> {
     // Seeded in place (`K = 0 XOR S`) rather than through `FkeRng::from_seed`, whose
     // by-value seed and return would leave copies of the key in dead stack frames.
     let mut one_off = FkeState::new([0; KEY_LEN]);
-    let mut s = [0u8; KEY_LEN];
-    let draw = Os.seed(&mut s);
-    one_off.mix_key(&s);
-    crate::os::diversifier::diversifier(&mut s, false);
-    one_off.mix_key(&s);
-    s.zeroize();
-    if let Err(e) = draw {
-        one_off.wipe();
-        return Err(e);
-    }
+    // On error the state is still all zero: nothing to wipe.
+    mix_fresh_seed(&mut one_off, false, |s| Os.seed(s))?;
     let done: Result<(), core::convert::Infallible> = one_off.fill_with(dest, |_, _| Ok(()));
     let Ok(()) = done;
     one_off.wipe();

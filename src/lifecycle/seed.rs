@@ -1,7 +1,9 @@
 //! Seeding: 32 bytes of key material and a 32-bit budget draw from the OS ([`Os`]) or a test.
 
 use crate::error::Error;
-use crate::generator::KEY_LEN;
+use crate::generator::{FkeState, KEY_LEN};
+use crate::os::diversifier::diversifier;
+use zeroize::Zeroize;
 
 /// A source of seed material: the OS ([`Os`]), or a test's failures and known values.
 pub(crate) trait Entropy {
@@ -36,15 +38,31 @@ fn seed_from(
     let filled = fill(&mut raw);
     key.copy_from_slice(&raw[..KEY_LEN]);
     let extra = u32::from_le_bytes(*raw.last_chunk().expect("4 draw bytes"));
-    zeroize::Zeroize::zeroize(&mut raw);
+    raw.zeroize();
     if let Err(e) = filled {
-        zeroize::Zeroize::zeroize(key);
+        key.zeroize();
         return Err(e);
     }
     if key.iter().all(|&b| b == 0) {
         return Err(Error::ALL_ZERO);
     }
     Ok(extra)
+}
+
+/// `K = K ⊕ S ⊕ D` in `fke`, buffer wiped and emptied: `S` from `seed` (an [`Entropy::seed`],
+/// all zero on error), `D` the diversifier (CPU words with `cpu_rng`). On error `fke` is unchanged.
+pub(crate) fn mix_fresh_seed(
+    fke: &mut FkeState,
+    cpu_rng: bool,
+    seed: impl FnOnce(&mut [u8; KEY_LEN]) -> Result<u32, Error>,
+) -> Result<u32, Error> {
+    let mut s = [0u8; KEY_LEN];
+    let draw = seed(&mut s)?;
+    fke.mix_key(&s);
+    diversifier(&mut s, cpu_rng);
+    fke.mix_key(&s);
+    s.zeroize();
+    Ok(draw)
 }
 
 /// The operating system's source ([`crate::os::fill`]).

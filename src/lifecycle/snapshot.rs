@@ -3,27 +3,6 @@
 //! counter now, so a guest restored from a snapshot reseeds before its next output. The
 //! device is probed once, at the process's first seeding.
 
-// The device is used on little-endian 64-bit Linux only; elsewhere its reader stays unused.
-#![cfg_attr(
-    not(all(
-        target_os = "linux",
-        target_endian = "little",
-        target_pointer_width = "64",
-        not(miri)
-    )),
-    allow(dead_code)
-)]
-
-#[cfg(all(
-    test,
-    fkrng_test_hooks,
-    target_os = "linux",
-    target_endian = "little",
-    target_pointer_width = "64",
-    not(miri)
-))]
-mod tests;
-
 pub(crate) use crate::os::vmclock::Region;
 use crate::os::vmclock::{OFFSET_VM_GENERATION_COUNTER, VMCLOCK_FLAG_VM_GEN_COUNTER_PRESENT};
 use core::sync::atomic::{AtomicPtr, AtomicU8, AtomicU64, Ordering};
@@ -38,9 +17,6 @@ pub(crate) struct CounterLine(pub(crate) AtomicPtr<AtomicU64>);
 /// Invariant: points to [`UNMAPPED`] or to `vm_generation_counter` in a never-unmapped page.
 pub(crate) static COUNTER: CounterLine =
     CounterLine(AtomicPtr::new(core::ptr::addr_of!(UNMAPPED).cast_mut()));
-
-/// The device node of the first VMClock device.
-const DEVICE: &str = "/dev/vmclock0";
 
 /// How a process's thread-local generators are protected against VM snapshot restores.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -119,9 +95,8 @@ fn mapped_region() -> Option<Region> {
         return None;
     }
     // SAFETY: a published counter is `OFFSET_VM_GENERATION_COUNTER` bytes into a mapped page.
-    Some(Region(unsafe {
-        p.cast::<u8>().sub(OFFSET_VM_GENERATION_COUNTER)
-    }))
+    let page = unsafe { p.cast::<u8>().sub(OFFSET_VM_GENERATION_COUNTER) };
+    Some(Region(page))
 }
 
 /// Claims the probe and maps the device, or returns at once if another thread has claimed
@@ -145,15 +120,6 @@ fn probe_once() {
     }
 }
 
-/// [`DEVICE`], or in builds with the test hooks the stand-in they name.
-fn device_path() -> std::ffi::OsString {
-    #[cfg(any(test, fkrng_test_hooks))]
-    if let Some((path, _)) = STAND_IN.get() {
-        return path.clone();
-    }
-    DEVICE.into()
-}
-
 /// The file mapped instead of [`DEVICE`], and whether failing to map it aborts (test hooks).
 #[cfg(any(test, fkrng_test_hooks))]
 pub(crate) static STAND_IN: std::sync::OnceLock<(std::ffi::OsString, bool)> =
@@ -163,28 +129,38 @@ pub(crate) static STAND_IN: std::sync::OnceLock<(std::ffi::OsString, bool)> =
 #[cfg(any(test, fkrng_test_hooks))]
 pub(crate) static DEVICE_COUNTER: AtomicPtr<AtomicU64> = AtomicPtr::new(core::ptr::null_mut());
 
-#[cfg(all(
-    target_os = "linux",
-    target_endian = "little",
-    target_pointer_width = "64",
-    not(miri)
-))]
-fn map_device() -> Option<Region> {
-    let mapped = crate::os::vmclock::map(std::path::Path::new(&device_path()));
-    #[cfg(any(test, fkrng_test_hooks))]
-    if let (Err(why), Some((_, true))) = (&mapped, STAND_IN.get()) {
-        std::eprintln!("fkrng test hooks: the stand-in was refused: {why:?}");
-        std::process::abort();
-    }
-    mapped.ok()
-}
+// The device is mapped on little-endian 64-bit Linux only; elsewhere the protection is manual.
+cfg_if::cfg_if! {
+    if #[cfg(all(
+        target_os = "linux", target_endian = "little", target_pointer_width = "64", not(miri)
+    ))] {
+        #[cfg(all(test, fkrng_test_hooks))]
+        mod tests;
 
-#[cfg(not(all(
-    target_os = "linux",
-    target_endian = "little",
-    target_pointer_width = "64",
-    not(miri)
-)))]
-fn map_device() -> Option<Region> {
-    None
+        /// The device node of the first VMClock device.
+        const DEVICE: &str = "/dev/vmclock0";
+
+        /// [`DEVICE`], or in builds with the test hooks the stand-in they name.
+        fn device_path() -> std::ffi::OsString {
+            #[cfg(any(test, fkrng_test_hooks))]
+            if let Some((path, _)) = STAND_IN.get() {
+                return path.clone();
+            }
+            DEVICE.into()
+        }
+
+        fn map_device() -> Option<Region> {
+            let mapped = crate::os::vmclock::map(std::path::Path::new(&device_path()));
+            #[cfg(any(test, fkrng_test_hooks))]
+            if let (Err(why), Some((_, true))) = (&mapped, STAND_IN.get()) {
+                std::eprintln!("fkrng test hooks: the stand-in was refused: {why:?}");
+                std::process::abort();
+            }
+            mapped.ok()
+        }
+    } else {
+        fn map_device() -> Option<Region> {
+            None
+        }
+    }
 }

@@ -94,20 +94,6 @@ fn wait_for_pool() -> Result<(), Error> {
     retried(libc::EAGAIN, || unsafe { libc::poll(&mut pfd, 1, -1) }).map(drop)
 }
 
-/// `RNDGETENTCNT`, `_IOR('R', 0x00, int)`: the read bit is 29 on MIPS, PowerPC and SPARC.
-const RNDGETENTCNT: libc::c_ulong = if cfg!(any(
-    target_arch = "mips",
-    target_arch = "mips64",
-    target_arch = "powerpc",
-    target_arch = "powerpc64",
-    target_arch = "sparc",
-    target_arch = "sparc64"
-)) {
-    0x4004_5200
-} else {
-    0x8004_5200
-};
-
 /// The entropy count (bits) from which every kernel has initialised its pool.
 const READY_BITS: libc::c_int = 256;
 
@@ -116,8 +102,10 @@ const READY_BITS: libc::c_int = 256;
 fn pool_known_ready() -> Result<(), Error> {
     let fd = open_device(URANDOM)?;
     let mut bits: libc::c_int = 0;
+    // `RNDGETENTCNT`, `_IOR('R', 0x00, int)`.
+    let request = libc::_IOR::<libc::c_int>(b'R'.into(), 0x00);
     // SAFETY: `fd.0` is open; `RNDGETENTCNT` writes one `int` to the pointer given.
-    let ioctl = || unsafe { libc::ioctl(fd.0, RNDGETENTCNT as _, &mut bits) };
+    let ioctl = || unsafe { libc::ioctl(fd.0, request as _, &mut bits) };
     retried(libc::EINTR, ioctl)?;
     let ready = bits >= READY_BITS;
     ready.then_some(()).ok_or(Error::from_errno(libc::EAGAIN))

@@ -2,12 +2,11 @@
 //! the cold slow path that (re)seeds, refills and fills directly.
 
 use crate::error::Error;
-use crate::generator::{FkeState, KEY_LEN};
+use crate::generator::FkeState;
 use crate::lifecycle::one_off::{OneOff, one_off_fill};
 use crate::lifecycle::reseed::{Clock, Lifecycle, Monotonic};
-use crate::lifecycle::seed::{Entropy, Os};
+use crate::lifecycle::seed::{Entropy, Os, mix_fresh_seed};
 use crate::lifecycle::{fork, snapshot};
-use crate::os::diversifier::diversifier;
 use core::sync::atomic::{Ordering, compiler_fence};
 use zeroize::Zeroize;
 
@@ -28,7 +27,7 @@ impl ThreadState {
     #[cfg(test)]
     pub(crate) fn zeroed() -> Box<Self> {
         Box::new(ThreadState {
-            fke: FkeState::new([0; KEY_LEN]),
+            fke: FkeState::new([0; crate::generator::KEY_LEN]),
             life: Lifecycle::default(),
         })
     }
@@ -133,14 +132,9 @@ impl ThreadState {
             let now = clock.now_ns();
             if life.due(now) {
                 // A failed periodic reseed keeps the key; the next refill tries again.
-                let mut s = [0u8; KEY_LEN];
-                if let Ok(draw) = os.seed(&mut s) {
-                    fke.mix_key(&s);
-                    diversifier(&mut s, false);
-                    fke.mix_key(&s);
+                if let Ok(draw) = mix_fresh_seed(fke, false, |s| os.seed(s)) {
                     life.restart(draw, now);
                 }
-                s.zeroize();
             }
             life.produced = life.produced.saturating_add(bytes as u64);
             Ok::<(), Error>(())
@@ -157,16 +151,14 @@ impl ThreadState {
     ) -> Result<(), Error> {
         let epoch = fork::epoch();
         let generation = snapshot::settled_generation();
-        let mut s = [0u8; KEY_LEN];
-        let draw = if self.life.seeded {
-            os.seed(&mut s)
-        } else {
-            os.seed_new_thread(&mut s)
-        }?;
-        self.fke.mix_key(&s);
-        diversifier(&mut s, self.life.seeded);
-        self.fke.mix_key(&s);
-        s.zeroize();
+        let seeded = self.life.seeded;
+        let draw = mix_fresh_seed(&mut self.fke, seeded, |s| {
+            if seeded {
+                os.seed(s)
+            } else {
+                os.seed_new_thread(s)
+            }
+        })?;
         self.life.seeded = true;
         // A reseed from a fork handler gives parent and child one key: epoch 0, which no
         // process-wide epoch ever is, makes both reseed again at their next read.
