@@ -50,19 +50,22 @@ fn seed_from(
 }
 
 /// `K = K ⊕ S ⊕ D` in `fke`, buffer wiped and emptied: `S` from `seed` (an [`Entropy::seed`],
-/// all zero on error), `D` the diversifier (CPU words with `cpu_rng`). On error `fke` is unchanged.
+/// all zero on error), `D` the diversifier (CPU words with `cpu_rng`). On error `fke` is
+/// unchanged; `S` is wiped either way.
 pub(crate) fn mix_fresh_seed(
     fke: &mut FkeState,
     cpu_rng: bool,
     seed: impl FnOnce(&mut [u8; KEY_LEN]) -> Result<u32, Error>,
 ) -> Result<u32, Error> {
     let mut s = [0u8; KEY_LEN];
-    let draw = seed(&mut s)?;
-    fke.mix_key(&s);
-    diversifier(&mut s, cpu_rng);
-    fke.mix_key(&s);
+    let draw = seed(&mut s);
+    if draw.is_ok() {
+        fke.mix_key(&s);
+        diversifier(&mut s, cpu_rng);
+        fke.mix_key(&s);
+    }
     s.zeroize();
-    Ok(draw)
+    draw
 }
 
 /// The operating system's source ([`crate::os::fill`]).
