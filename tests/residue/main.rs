@@ -79,11 +79,11 @@ fn refills_leave_no_old_key_behind() {
 /// Direct fills: reads of 992 bytes or more that find the buffer empty, each one batch
 /// written straight into the caller's memory. Beyond its first 1024 bytes (16 blocks), a
 /// 992-byte read needs no keystream, a 5000-byte read 62 blocks and 40 bytes, a 3000-byte
-/// read 31 blocks and 24 bytes, an 1100-byte read one block and 44 bytes, and a 1504-byte
-/// read exactly 8 blocks (one eight-block pass and no tail, so no later scrub covers for
-/// that pass's): whole passes written in place and tails of different lengths written
-/// through a scratch area, by whichever kernel (or the `chacha20` crate) the CPU and the
-/// length select.
+/// read 31 blocks and 24 bytes, an 1100-byte read one block and 44 bytes, a 1504-byte read
+/// exactly 8 blocks, and 1024- and 2048-byte reads 32 bytes past whole passes (the block that
+/// rides along the refill in general-purpose registers on the AVX-512 and AVX2 paths):
+/// whole passes written in place and the rest written through a scratch area, by whichever
+/// kernel (or the `chacha20` crate) the CPU and the length select.
 #[test]
 fn direct_fills_leave_no_old_key_behind() {
     check_no_old_key_after(&[
@@ -92,6 +92,8 @@ fn direct_fills_leave_no_old_key_behind() {
         vec![3000],
         vec![1100],
         vec![1504],
+        vec![1024],
+        vec![2048],
     ]);
 }
 
