@@ -56,23 +56,38 @@ pub(crate) fn write_blocks(key: &[u8; KEY_LEN], counter: u64, out: &mut [Block])
 /// The keystream of a direct fill, in one scrubbed computation: blocks 16 on under the key
 /// in the first 32 bytes of `blocks` into `rest`, then blocks 0..16 over `blocks` (as
 /// [`refill_in_place`]). Computes no block that `rest` does not reach where whole passes
-/// leave one block (`keystream/rider.rs`).
+/// of the widest kernel leave one block (`keystream/rider.rs`).
 #[inline]
 pub(crate) fn direct_fill_in_place(blocks: &mut [Block; 16], rest: &mut [u8]) {
-    scrub::below(|| direct_fill_below(blocks, rest));
+    scrub::below(|| direct_fill_unscrubbed(blocks, rest));
 }
 
-/// [`direct_fill_in_place`] unscrubbed.
-#[inline(never)]
-fn direct_fill_below(blocks: &mut [Block; 16], rest: &mut [u8]) {
+/// [`direct_fill_in_place`] unscrubbed. Inlined, so that the choice is made in the
+/// caller's frame and a fill without a rider reaches no deeper than its two computations.
+#[inline(always)]
+fn direct_fill_unscrubbed(blocks: &mut [Block; 16], rest: &mut [u8]) {
     let needed = rest.len().div_ceil(BLOCK_LEN);
     let row = dispatch::selected();
-    let Some(write_refill_and_block) = row.rider.filter(|_| needed % TAIL_BLOCKS == 1) else {
-        write_bytes_below(key_of(&blocks[0]), 16, rest);
-        refill_below(blocks);
-        return;
-    };
-    // Whole passes for all blocks but the last, which goes through a wiped scratch block.
+    let lanes = row.passes.first().map_or(TAIL_BLOCKS, |k| k.lanes);
+    match row.rider.filter(|_| needed % lanes == 1) {
+        Some(kernel) => direct_fill_with_rider_below(kernel, blocks, rest),
+        None => {
+            write_bytes_below(key_of(&blocks[0]), 16, rest);
+            refill_below(blocks);
+        }
+    }
+}
+
+/// [`direct_fill_in_place`] where `rest` ends one block past whole passes, unscrubbed:
+/// whole passes for all blocks but the last, which rides along the refill into a scratch
+/// block that is wiped afterwards.
+#[inline(never)]
+fn direct_fill_with_rider_below(
+    kernel: dispatch::RiderKernel,
+    blocks: &mut [Block; 16],
+    rest: &mut [u8],
+) {
+    let needed = rest.len().div_ceil(BLOCK_LEN);
     let (head, last) = rest.split_at_mut((needed - 1) * BLOCK_LEN);
     if !head.is_empty() {
         write_blocks(key_of(&blocks[0]), 16, head.as_chunks_mut().0);
@@ -81,7 +96,7 @@ fn direct_fill_below(blocks: &mut [Block; 16], rest: &mut [u8]) {
     let mut scratch = [0u8; BLOCK_LEN];
     // SAFETY: the kernel is the selected row's, which this CPU has (`selected` panics on a
     // pin to a row it lacks).
-    unsafe { write_refill_and_block(&words, blocks, 15 + needed as u64, &mut scratch) };
+    unsafe { kernel(&words, blocks, 15 + needed as u64, &mut scratch) };
     crate::probe::kernel_call(3);
     last.copy_from_slice(&scratch[..last.len()]);
     scratch.zeroize();

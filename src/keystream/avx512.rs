@@ -1,8 +1,8 @@
 //! The sixteen-block AVX-512 pass kernel (word `i` of blocks `n..n + 16` in one 512-bit
 //! register; a pass is one refill) and the eight-block tail kernel (one block per 128-bit
 //! lane), AVX-512F instructions only. The state fits the 32 registers and key words are
-//! re-read from the caller's array at each use ([`key_word`]), so the compiler has nothing
-//! key-derived to spill (the caller scrubs the stack all the same).
+//! re-read from the caller's array at each use ([`key_word`]), so a pass has nothing
+//! key-derived to spill; a rider's words do spill (the caller scrubs the stack either way).
 
 use super::rider::Rider;
 use super::{Block, SIGMA, TAIL_BLOCKS};

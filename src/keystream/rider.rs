@@ -1,8 +1,8 @@
-//! One ChaCha20 block in general-purpose registers that rides along a vector pass: its
-//! quarter rounds run between the pass's, on the integer ports the vector code leaves idle.
-//! A direct fill whose blocks past whole passes number one (993 to 1,056 bytes, and every
-//! power of two from 1 KiB on) computes that block with its refill this way rather than in
-//! a kernel call of its own, which would cost about as much as the refill.
+//! One ChaCha20 block in general-purpose registers riding along a vector pass, its quarter
+//! rounds between the pass's on integer ports the vector code leaves idle: a direct fill
+//! with one block past whole passes (993 to 1,056 bytes, every power of two from 1 KiB)
+//! computes it with its refill, not in a kernel call of its own (about half a refill).
+//! Words that do not fit the registers spill into the kernel's frame, which is scrubbed.
 
 use super::{Block, SIGMA};
 use zeroize::Zeroize;

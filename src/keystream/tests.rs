@@ -77,18 +77,30 @@ fn avx512_tail_kernel_matches_the_chacha20_crate() {
 #[cfg(target_arch = "x86_64")]
 #[test]
 fn rider_kernels_match_the_chacha20_crate() {
-    let kernels: [(fn() -> bool, dispatch::RiderKernel); 2] = [
-        (avx512::detected, avx512::write_refill_and_block),
-        (avx2::detected, avx2::write_refill_and_block),
+    let kernels: [(&str, bool, dispatch::RiderKernel); 2] = [
+        (
+            "AVX-512",
+            avx512::detected(),
+            avx512::write_refill_and_block,
+        ),
+        ("AVX2", avx2::detected(), avx2::write_refill_and_block),
     ];
-    for (detected, kernel) in kernels.into_iter().filter(|(detected, _)| detected()) {
+    for (name, detected, kernel) in kernels {
+        if !detected {
+            eprintln!("{name} refill with a rider: not available on this CPU");
+            continue;
+        }
         for (i, (key, _)) in kernel_cases().enumerate() {
             let counter = [16u64, 17, (1 << 32) - 1, 1 << 32, u64::MAX][i % 5];
             let (mut refill, mut extra) = ([[0u8; BLOCK_LEN]; 16], [0u8; BLOCK_LEN]);
             // SAFETY: the kernel's instruction set was detected above.
             unsafe { kernel(&dispatch::key_words(&key), &mut refill, counter, &mut extra) };
-            assert_eq!(refill.to_vec(), reference(&key, 0, 16), "{}", detected());
-            assert_eq!(extra, reference(&key, counter, 1)[0], "counter {counter}");
+            assert_eq!(refill.to_vec(), reference(&key, 0, 16), "{name}");
+            assert_eq!(
+                extra,
+                reference(&key, counter, 1)[0],
+                "{name}, counter {counter}"
+            );
         }
     }
 }
@@ -207,9 +219,9 @@ fn here() -> usize {
 }
 
 /// The scrub reaches deeper than every keystream computation of this build and CPU: a
-/// refill, a direct fill's blocks past the refill (whole passes and every tail length), a
-/// direct fill whose last block rides along its refill, and the `chacha20` crate alone, each measured on a painted stack, plus the red zone
-/// and signal-frame alignment below it.
+/// refill, direct fills (with a rider, and remainders of every kind) and the `chacha20`
+/// crate alone, each measured on a painted stack, plus the red zone and signal-frame
+/// alignment below it.
 #[cfg(all(target_os = "linux", fkrng_test_hooks))]
 #[test]
 fn scrub_covers_the_deepest_keystream_frame() {
@@ -222,20 +234,19 @@ fn scrub_covers_the_deepest_keystream_frame() {
     }
     #[inline(never)]
     fn direct() -> usize {
+        let mut blocks = Box::new([[0x3cu8; BLOCK_LEN]; 16]);
         let mut out = vec![0u8; 40 * BLOCK_LEN + 17];
         let top = here();
-        for len in [BLOCK_LEN, 3 * BLOCK_LEN + 5, 8 * BLOCK_LEN, out.len()] {
-            write_bytes_below(&[0x3c; KEY_LEN], 16, core::hint::black_box(&mut out[..len]));
-        }
-        top
-    }
-    #[inline(never)]
-    fn direct_with_rider() -> usize {
-        let mut blocks = Box::new([[0x3cu8; BLOCK_LEN]; 16]);
-        let mut out = vec![0u8; 16 * BLOCK_LEN + 1];
-        let top = here();
-        for len in [1, BLOCK_LEN, out.len()] {
-            direct_fill_below(&mut blocks, core::hint::black_box(&mut out[..len]));
+        // One block past whole passes (a rider on the AVX-512 and AVX2 paths), remainders
+        // of 4, 9, 15 and 31 blocks, and every path's whole passes.
+        for len in [
+            1,
+            3 * BLOCK_LEN + 5,
+            8 * BLOCK_LEN + 1,
+            30 * BLOCK_LEN + 5,
+            out.len(),
+        ] {
+            direct_fill_unscrubbed(&mut blocks, core::hint::black_box(&mut out[..len]));
         }
         top
     }
@@ -251,11 +262,10 @@ fn scrub_covers_the_deepest_keystream_frame() {
     let depths = [
         ("refill", refill as fn() -> usize),
         ("direct fill", direct),
-        ("direct fill with a rider", direct_with_rider),
         ("chacha20 crate", crate_alone),
     ]
     .map(|(name, f)| (name, deepest_below(f)));
-    let depths = &depths[..if small_stack::IN_USE { 3 } else { 4 }];
+    let depths = &depths[..if small_stack::IN_USE { 2 } else { 3 }];
     for &(name, depth) in depths {
         eprintln!(
             "{name}: {depth} bytes below the caller; scrub {} bytes",
@@ -287,9 +297,9 @@ fn small_stack_matches_the_chacha20_crate() {
 }
 
 /// Which kernels ran: a refill, a 24-block fill (a 16-block and an 8-block pass on the
-/// AVX-512 path), a 100-byte fill (a two-block tail) and a direct fill of 513 bytes past
-/// the refill (an eight-block pass and a refill with a rider) call exactly the kernels of
-/// the path this build reports, and no other.
+/// AVX-512 path), a 100-byte fill (a two-block tail) and a direct fill of 1,025 bytes past
+/// the refill (its sixteen whole blocks, then a refill with a rider) call exactly the
+/// kernels of the path this build reports, and no other.
 #[test]
 fn the_kernels_that_ran_are_those_of_the_reported_path() {
     let key = [0x3c; KEY_LEN];
@@ -301,10 +311,10 @@ fn the_kernels_that_ran_are_those_of_the_reported_path() {
     write_blocks(&key, 0, &mut fill);
     let mut tail = [0u8; 100];
     write_bytes(&key, 0, &mut tail);
-    direct_fill_in_place(&mut blocks, &mut [0; 8 * BLOCK_LEN + 1]);
+    direct_fill_in_place(&mut blocks, &mut [0; 16 * BLOCK_LEN + 1]);
     let expected = match keystream_path() {
-        KeystreamPath::Avx512 => [2, 2, 1, 1],
-        // One call for the refill, one for the 24 blocks, one for the eight blocks of the
+        KeystreamPath::Avx512 => [3, 1, 1, 1],
+        // One call for the refill, one for the 24 blocks, one for the sixteen blocks of the
         // direct fill; the two-block tail goes to the crate (below the AVX2 kernel's
         // break-even).
         KeystreamPath::Avx2 => [0, 3, 0, 1],

@@ -71,11 +71,25 @@ pub(crate) struct Evidence {
 }
 
 /// Words searched for per key: its 8 key words and, for each of the 16 blocks of a refill
-/// (block counters 0 to 15, which every batch computes), the 16 words of the block
+/// (block counters 0 to 15, which every batch computes) and blocks 16 and 32 (the blocks
+/// past the refill that 1,024- and 2,048-byte direct fills compute alongside it, in
+/// general-purpose registers on the AVX-512 and AVX2 paths), the 16 words of the block
 /// function's working state after each of its first 19 rounds. The state after round 20
 /// is the output block minus the input, which is served (and words 13 to 15 of the input
 /// are zero, so those output words equal it): no secret.
-pub(crate) const WORDS_PER_KEY: usize = 8 + REFILL_BLOCKS * 19 * 16;
+pub(crate) const WORDS_PER_KEY: usize = 8 + COUNTERS.len() * 19 * 16;
+
+/// The block counters whose working states are searched for.
+const COUNTERS: [u64; REFILL_BLOCKS + 2] = {
+    let mut counters = [0; REFILL_BLOCKS + 2];
+    let mut i = 0;
+    while i <= REFILL_BLOCKS {
+        counters[i] = i as u64;
+        i += 1;
+    }
+    counters[REFILL_BLOCKS + 1] = 2 * REFILL_BLOCKS as u64;
+    counters
+};
 
 /// Blocks of a refill.
 pub(crate) const REFILL_BLOCKS: usize = 16;
@@ -157,7 +171,7 @@ impl Evidence {
                 table,
                 ..
             } = self;
-            for counter in 0..REFILL_BLOCKS as u64 {
+            for counter in COUNTERS {
                 let mut round = 0;
                 chacha::rounds(&keys[key], counter, &[0; 8], input, state, |state| {
                     round += 1;
