@@ -51,7 +51,7 @@ mod linux {
 
     /// An alternate signal stack of `SIGSTKSZ` bytes: 8 KiB on x86-64, 16 KiB on AArch64,
     /// whose kernel signal frame is larger (32 KiB in unoptimised builds, 16 KiB at
-    /// opt-level 1, `s` and `z`, where a handler's read needs up to 9.6 KiB on x86-64 with
+    /// opt-level 1, `s` and `z`, where a handler's read needs up to 10.7 KiB on x86-64 with
     /// the kernel's frame: less inlining, deeper frames and a larger scrub; `fkrng_opt_level`
     /// comes from the package's build script).
     const SIGNAL_STACK: usize = if cfg!(debug_assertions) {
