@@ -72,7 +72,10 @@ fn direct_fill_unscrubbed(blocks: &mut [Block; 16], rest: &mut [u8]) {
     match row.rider.filter(|_| needed % lanes == 1) {
         Some(kernel) => direct_fill_with_rider_below(kernel, blocks, rest),
         None => {
-            write_bytes_below(key_of(&blocks[0]), 16, rest);
+            match lanes {
+                16 => write_bytes_below::<16>(key_of(&blocks[0]), 16, rest),
+                _ => write_bytes_below::<TAIL_BLOCKS>(key_of(&blocks[0]), 16, rest),
+            }
             refill_below(blocks);
         }
     }
@@ -103,42 +106,29 @@ fn direct_fill_with_rider_below(
     words.zeroize();
 }
 
-/// Writes the keystream from the start of block `counter` into `out`, any number of bytes:
-/// whole passes of the widest kernel straight into `out`, the rest through
-/// [`write_through_scratch`]. Unscrubbed ([`scrub::below`]).
+/// Writes the keystream from the start of block `counter` into `out`, any number of bytes,
+/// where the widest kernel's passes are `N` blocks (eight on rows without kernels): whole
+/// passes straight into `out`, the rest through a scratch array of one pass, wiped
+/// afterwards, filled by the tail kernel up to eight blocks, else by a pass of `N` blocks
+/// if more than two are needed (one AVX2 pass where `N` is 8), else with just those blocks
+/// (from the crate): the break-even in docs/BENCHMARKS.md. One frame, sixteen blocks of
+/// scratch only on the AVX-512 row, so that every path stays within the scrub.
+/// Unscrubbed ([`scrub::below`]).
 #[inline(never)]
-fn write_bytes_below(key: &[u8; KEY_LEN], counter: u64, out: &mut [u8]) {
+fn write_bytes_below<const N: usize>(key: &[u8; KEY_LEN], counter: u64, out: &mut [u8]) {
     if small_stack::IN_USE {
         small_stack::write(key, counter, out);
         return;
     }
-    let row = dispatch::selected();
-    let lanes = row.passes.first().map_or(TAIL_BLOCKS, |k| k.lanes);
     let (blocks, _) = out.as_chunks_mut::<BLOCK_LEN>();
-    let whole = blocks.len() - blocks.len() % lanes;
+    let whole = blocks.len() - blocks.len() % N;
     write_blocks(key, counter, &mut blocks[..whole]);
     let rest = &mut out[whole * BLOCK_LEN..];
-    let counter = counter.wrapping_add(whole as u64);
-    // A scratch of one pass: sixteen blocks only where the passes are that wide, so that
-    // the eight-block paths, whose kernels use more stack, stay within the scrub.
-    match lanes {
-        _ if rest.is_empty() => {}
-        16 => write_through_scratch::<16>(row, key, counter, rest),
-        _ => write_through_scratch::<TAIL_BLOCKS>(row, key, counter, rest),
+    if rest.is_empty() {
+        return;
     }
-}
-
-/// Writes the keystream from the start of block `counter` into `rest` (under `N` blocks)
-/// through a scratch array of `N` blocks, wiped afterwards: with the tail kernel up to
-/// eight blocks, else a pass of `N` blocks if more than two are needed (one AVX2 pass where
-/// `N` is 8), else just those blocks (from the crate): the break-even in docs/BENCHMARKS.md.
-#[inline(never)]
-fn write_through_scratch<const N: usize>(
-    row: &dispatch::Row,
-    key: &[u8; KEY_LEN],
-    counter: u64,
-    rest: &mut [u8],
-) {
+    let counter = counter.wrapping_add(whole as u64);
+    let row = dispatch::selected();
     let mut scratch = [[0u8; BLOCK_LEN]; N];
     let needed = rest.len().div_ceil(BLOCK_LEN);
     let computed = match row.tail {

@@ -4,9 +4,16 @@
 use super::*;
 use crate::probe::hooks::KERNEL_CALLS;
 
-/// [`write_bytes_below`] in a scrubbed callee, as direct fills run it.
+/// [`write_bytes_below`] in a scrubbed callee, with the scratch direct fills take on this row.
 fn write_bytes(key: &[u8; KEY_LEN], counter: u64, out: &mut [u8]) {
-    scrub::below(|| write_bytes_below(key, counter, out));
+    let lanes = dispatch::selected()
+        .passes
+        .first()
+        .map_or(TAIL_BLOCKS, |k| k.lanes);
+    scrub::below(|| match lanes {
+        16 => write_bytes_below::<16>(key, counter, out),
+        _ => write_bytes_below::<TAIL_BLOCKS>(key, counter, out),
+    });
 }
 
 fn reference(key: &[u8; KEY_LEN], counter: u64, blocks: usize) -> Vec<Block> {
