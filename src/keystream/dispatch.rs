@@ -50,7 +50,7 @@ pub(super) struct Row {
     pub(super) passes: &'static [PassKernel],
     /// For what the passes leave of a byte fill (`write_bytes_below`).
     pub(super) tail: Option<TailKernel>,
-    /// For a direct fill with one block past whole passes (`direct_fill_below`).
+    /// For a direct fill with one block past whole passes (`direct_fill_with_rider_below`).
     pub(super) rider: Option<RiderKernel>,
 }
 
