@@ -62,7 +62,6 @@ impl Owner {
     }
 }
 
-#[cfg(not(all(unix, not(miri))))]
 impl Drop for Owner {
     fn drop(&mut self) {
         self.release();
@@ -113,8 +112,7 @@ std::thread_local! {
     pub(crate) static STATE: ThreadSlot = const {
         ThreadSlot { slot: Cell::new(ptr::null_mut()), busy: AtomicBool::new(false) }
     };
-    /// On Unix without a destructor: registering one allocates, and glibc never runs (and
-    /// leaks) one registered in a key destructor; the thread-exit key releases the lease.
+    /// Unix: no destructor (registering one allocates; glibc leaks one made in a key destructor).
     #[cfg(all(unix, not(miri)))]
     pub(crate) static OWNER: core::mem::ManuallyDrop<Owner> =
         const { core::mem::ManuallyDrop::new(Owner(Cell::new(None))) };
