@@ -36,6 +36,7 @@ fn main() {
 
 #[cfg(target_os = "linux")]
 mod linux {
+    use fkrng_test_support::late;
     use fkrng_test_support::signals;
     use fkrng_test_support::stack::PaintedStack;
     use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
@@ -92,8 +93,7 @@ mod linux {
     /// What the handler does: a `Kind` as a number.
     static HANDLER_KIND: AtomicUsize = AtomicUsize::new(0);
 
-    /// A `pthread` key created after fkrng's thread-exit key (glibc and musl run key
-    /// destructors in key order), so its destructor runs after the state's release.
+    /// A key whose destructor runs after fkrng's release ([`late`]).
     static AT_EXIT_KEY: std::sync::OnceLock<libc::pthread_key_t> = std::sync::OnceLock::new();
 
     /// The key's destructor: raises `SIGUSR1` (a value of 2) or reads right here (1).
@@ -123,14 +123,7 @@ mod linux {
             Kind::DirectFill => fkrng::fill(buf),
             Kind::OneOff => {
                 fkrng::fill(&mut buf[..1]);
-                let value = std::ptr::without_provenance_mut(1 + in_handler as usize);
-                // SAFETY: the key is created in `main`; the value is never dereferenced.
-                assert_eq!(
-                    unsafe {
-                        libc::pthread_setspecific(AT_EXIT_KEY.get().copied().unwrap(), value)
-                    },
-                    0
-                );
+                late::set(*AT_EXIT_KEY.get().unwrap(), 1 + in_handler as usize);
             }
         }
         std::hint::black_box(buf);
@@ -346,15 +339,7 @@ mod linux {
         println!("stack use, {profile} build");
         // fkrng's thread-exit key exists after a first read; the test's key comes after it.
         fkrng::fill(&mut [0u8; 1]);
-        AT_EXIT_KEY.get_or_init(|| {
-            let mut key = 0;
-            // SAFETY: `key` is a valid place; the destructor lives for the whole program.
-            assert_eq!(
-                unsafe { libc::pthread_key_create(&mut key, Some(at_exit)) },
-                0
-            );
-            key
-        });
+        AT_EXIT_KEY.get_or_init(|| late::key_after_release(at_exit));
         let thread_base = on_thread(Kind::Nothing);
         let handler_base = in_handler(Kind::Nothing);
         println!(

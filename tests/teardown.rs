@@ -14,6 +14,8 @@
 
 #![cfg(fkrng_test_hooks)]
 
+#[cfg(unix)]
+use fkrng_test_support::late;
 use std::sync::Mutex;
 
 /// One test at a time: the probe counters are process-wide.
@@ -111,7 +113,7 @@ fn thread_local_destructors_read_the_live_state_in_either_order() {
     }
 }
 
-/// A key of the test's own, created after fkrng's: its destructor runs after fkrng's.
+/// A key whose destructor runs after fkrng's release ([`late`]).
 #[cfg(unix)]
 static LATER_KEY: std::sync::OnceLock<libc::pthread_key_t> = std::sync::OnceLock::new();
 
@@ -132,20 +134,11 @@ fn key_destructor_after_release_gets_fresh_bytes_from_the_os() {
     std::thread::spawn(|| fkrng::fill(&mut [0u8; 1]))
         .join()
         .unwrap();
-    LATER_KEY.get_or_init(|| {
-        let mut key = 0;
-        // SAFETY: `key` is a valid place; the destructor lives for the whole program.
-        assert_eq!(
-            unsafe { libc::pthread_key_create(&mut key, Some(read_after_release)) },
-            0
-        );
-        key
-    });
+    LATER_KEY.get_or_init(|| late::key_after_release(read_after_release));
     let (alive, at_exit, one_offs) = run(|| {
         let mut out = vec![0u8; 2048];
         fkrng::fill(&mut out);
-        // SAFETY: the key was created above; the value is never dereferenced.
-        unsafe { libc::pthread_setspecific(*LATER_KEY.get().unwrap(), std::ptr::dangling()) };
+        late::set(*LATER_KEY.get().unwrap(), 1);
         out
     });
     if GLIBC {
