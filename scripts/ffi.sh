@@ -22,7 +22,7 @@
 #     - 1,000,000 16-byte getrandom::fill calls, through getrandom 0.4 and 0.3, under strace:
 #       at most 20 getrandom system calls through fkrng;
 #     - 1,000,000 uuid v4 values, all distinct; a forked child's bytes differ from the
-#       parent's; fills from a signal handler and from a late key destructor take fkrng's
+#       parent's; fills from a signal handler and from a thread-local destructor take fkrng's
 #       one-off path.
 #   Benchmarks (not with --short): release builds timed without strace; the lines
 #   docs/BENCHMARKS.md's "C ABI and getrandom backend" section records.

@@ -77,7 +77,7 @@ pub use {
 };
 
 /// Fills `dest` with random bytes from the calling thread's generator (an empty `dest` does
-/// nothing). In a signal handler that interrupted a read, or a thread-exit destructor after
+/// nothing). In a signal handler that interrupted a read, or a thread-local destructor after
 /// the thread's release, the bytes come from a one-off OS-keyed generator; a thread's first
 /// read is not async-signal-safe (docs/SECURITY.md, "Limits").
 ///

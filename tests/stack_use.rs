@@ -15,7 +15,7 @@
 //!
 //! Kinds of read: a thread's first read (16 bytes: state set-up, seeding and a refill), a
 //! refill (a 1-byte first read, then 992 bytes), a direct fill (a first read of 4 KiB), and
-//! the one-off path that serves reads without a thread state (a `pthread` key destructor
+//! the one-off path that serves reads without a thread state (a thread-local destructor
 //! that reads after fkrng's state was released; the same code serves a signal handler that
 //! interrupts a read). Unoptimised builds (debug assertions on) give the 8 KiB alternate
 //! stack no such promise and measure on 32 KiB instead, and builds at opt-level 1, `s` or
@@ -36,9 +36,9 @@ fn main() {
 
 #[cfg(target_os = "linux")]
 mod linux {
-    use fkrng_test_support::late;
     use fkrng_test_support::signals;
     use fkrng_test_support::stack::PaintedStack;
+    use std::cell::Cell;
     use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
     /// A thread stack of 16 KiB (`PTHREAD_STACK_MIN` on x86-64 and s390x), or this target's
@@ -84,7 +84,7 @@ mod linux {
         Kind::OneOff,
     ];
 
-    /// Reads made by the key destructor (the one-off path).
+    /// Reads made by the thread-local destructor (the one-off path).
     static AT_EXIT_READS: AtomicUsize = AtomicUsize::new(0);
 
     /// Reads made by the signal handler.
@@ -93,21 +93,29 @@ mod linux {
     /// What the handler does: a `Kind` as a number.
     static HANDLER_KIND: AtomicUsize = AtomicUsize::new(0);
 
-    /// A key whose destructor runs after fkrng's release ([`late`]).
-    static AT_EXIT_KEY: std::sync::OnceLock<libc::pthread_key_t> = std::sync::OnceLock::new();
+    /// Raises `SIGUSR1` from a thread-local destructor that runs after fkrng's.
+    struct AtExit {
+        /// In the handler (true) or right here (false).
+        in_handler: Cell<bool>,
+    }
 
-    /// The key's destructor: raises `SIGUSR1` (a value of 2) or reads right here (1).
-    unsafe extern "C" fn at_exit(value: *mut libc::c_void) {
-        if value as usize == 2 {
-            raise_on_this_thread();
-        } else {
-            fkrng::fill(&mut [0u8; 16]);
-            AT_EXIT_READS.fetch_add(1, Relaxed);
+    impl Drop for AtExit {
+        fn drop(&mut self) {
+            if self.in_handler.get() {
+                raise_on_this_thread();
+            } else {
+                fkrng::fill(&mut [0u8; 16]);
+                AT_EXIT_READS.fetch_add(1, Relaxed);
+            }
         }
     }
 
+    std::thread_local! {
+        static AT_EXIT: AtExit = const { AtExit { in_handler: Cell::new(false) } };
+    }
+
     /// The read of `kind`, on the calling thread (which has made no read yet). For
-    /// `OneOff` the read happens in a key destructor at thread exit; with
+    /// `OneOff` the read happens in a thread-local destructor at thread exit; with
     /// `in_handler` it happens in the signal handler, raised from there.
     fn read(kind: Kind, in_handler: bool) {
         // SAFETY: one thread at a time runs reads (threads are joined before the next), and
@@ -122,8 +130,9 @@ mod linux {
             }
             Kind::DirectFill => fkrng::fill(buf),
             Kind::OneOff => {
+                // Registered before fkrng's own thread-local, so destroyed after it.
+                AT_EXIT.with(|a| a.in_handler.set(in_handler));
                 fkrng::fill(&mut buf[..1]);
-                late::set(*AT_EXIT_KEY.get().unwrap(), 1 + in_handler as usize);
             }
         }
         std::hint::black_box(buf);
@@ -230,7 +239,7 @@ mod linux {
                         fkrng::fill(&mut [0u8; 1]);
                         raise_on_this_thread();
                     }
-                    // The key destructor raises the signal at thread exit.
+                    // The thread-local destructor raises the signal at thread exit.
                     Kind::OneOff => read(kind, true),
                     _ => raise_on_this_thread(),
                 }
@@ -319,14 +328,6 @@ mod linux {
         )
     }
 
-    /// One-off reads for threads whose state was released (0 without the test hooks).
-    fn released_reads() -> u64 {
-        #[cfg(fkrng_test_hooks)]
-        return fkrng::test_hooks::counters::one_off_reads_unavailable();
-        #[cfg(not(fkrng_test_hooks))]
-        0
-    }
-
     pub fn main() {
         // SAFETY: the handler runs on the alternate stack and only reads the generator (as
         // the test's subject) and touches atomics.
@@ -337,9 +338,6 @@ mod linux {
             "optimised"
         };
         println!("stack use, {profile} build");
-        // fkrng's thread-exit key exists after a first read; the test's key comes after it.
-        fkrng::fill(&mut [0u8; 1]);
-        AT_EXIT_KEY.get_or_init(|| late::key_after_release(at_exit));
         let thread_base = on_thread(Kind::Nothing);
         let handler_base = in_handler(Kind::Nothing);
         println!(
@@ -352,7 +350,6 @@ mod linux {
         );
         for kind in KINDS {
             let one_offs = AT_EXIT_READS.load(Relaxed);
-            let released = released_reads();
             let used = on_thread(kind);
             if kind == Kind::OneOff {
                 assert_eq!(AT_EXIT_READS.load(Relaxed), one_offs + 1, "destructor read");
@@ -364,14 +361,6 @@ mod linux {
                 calls + 1,
                 "{kind:?}: handler read"
             );
-            if cfg!(fkrng_test_hooks) {
-                let expected = 2 * (kind == Kind::OneOff) as u64;
-                assert_eq!(
-                    released_reads() - released,
-                    expected,
-                    "{kind:?}: one-off reads"
-                );
-            }
             println!(
                 "  {kind:?}: thread stack {used} of {THREAD_STACK} bytes ({} for the read), \
                  alternate stack {in_signal} of {SIGNAL_STACK} bytes ({} for the read)",

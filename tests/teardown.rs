@@ -1,21 +1,18 @@
-//! Reads from destructors at thread exit, before and after the thread's generator state is
-//! released.
+//! Reads from thread-local destructors, before and after the thread's generator state is
+//! released at thread exit.
 //!
-//! On Unix the state is released by a `pthread` key destructor of fkrng's own. glibc runs every
-//! thread-local destructor before the key destructors, and those in the order of their keys,
-//! so a thread-local destructor reads from the live state whenever it was registered, and a
-//! key created after fkrng's (a higher index) finds the state released: its read must get
-//! fresh bytes from a one-off OS-keyed generator. The tests count which path each read took
-//! (`fkrng::test_hooks::counters::one_off_reads_unavailable`), so they fail if the order
-//! changes instead of passing without exercising anything.
+//! Thread-local destructors run in the reverse order of their registration (glibc's
+//! `__cxa_thread_atexit_impl`, which Rust's std uses on Linux). A thread-local touched
+//! *before* the thread's first fkrng read is therefore destroyed *after* fkrng's own state;
+//! its destructor's read must get fresh bytes from a one-off OS-keyed generator. The test
+//! checks that it really took that path (`fkrng::test_hooks::counters::one_off_reads_unavailable`), so it
+//! fails if the ordering assumption breaks instead of passing without exercising anything.
 //!
 //! Built only with the test hooks (`--cfg fkrng_test_hooks`: README's test command); without
 //! them this test target has no tests.
 
 #![cfg(fkrng_test_hooks)]
 
-#[cfg(unix)]
-use fkrng_test_support::late;
 use std::sync::Mutex;
 
 /// One test at a time: the probe counters are process-wide.
@@ -82,90 +79,56 @@ fn check_fresh(alive: &[Vec<u8>], at_exit: &[[u8; 32]]) {
     }
 }
 
-/// Whether this C library runs thread-local destructors before `pthread` key destructors.
-const GLIBC: bool = cfg!(all(target_os = "linux", target_env = "gnu"));
-
 #[test]
-fn thread_local_destructors_read_the_live_state_in_either_order() {
+fn destructor_after_release_gets_fresh_bytes_from_the_os() {
     fkrng::test_hooks::snapshot::stand_in_from_env();
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    for registered_first in [true, false] {
-        let body = if registered_first {
-            || {
-                READS_AT_EXIT.with(|_| ());
-                let mut out = vec![0u8; 2048];
-                fkrng::fill(&mut out);
-                out
-            }
-        } else {
-            || {
-                let mut out = vec![0u8; 2048];
-                fkrng::fill(&mut out);
-                READS_AT_EXIT.with(|_| ());
-                out
-            }
-        };
-        let (alive, at_exit, one_offs) = run(body);
-        if GLIBC {
-            assert_eq!(one_offs, 0, "a destructor found the state released");
-        }
-        check_fresh(&alive, &at_exit);
-    }
+    let _serial = SERIAL.lock().unwrap();
+    let (alive, at_exit, one_offs) = run(|| {
+        // Registered first, so destroyed after fkrng's state.
+        READS_AT_EXIT.with(|_| ());
+        let mut out = vec![0u8; 2048];
+        fkrng::fill(&mut out);
+        out
+    });
+    assert_eq!(
+        one_offs, THREADS as u64,
+        "each destructor read found the state released and used the OS"
+    );
+    check_fresh(&alive, &at_exit);
 }
 
-/// A key whose destructor runs after fkrng's release ([`late`]).
-#[cfg(unix)]
-static LATER_KEY: std::sync::OnceLock<libc::pthread_key_t> = std::sync::OnceLock::new();
-
-/// The later key's destructor: a read after the thread's state was released.
-#[cfg(unix)]
-unsafe extern "C" fn read_after_release(_: *mut libc::c_void) {
-    let mut v = [0u8; 32];
-    let ok = fkrng::try_fill(&mut v).is_ok();
-    AT_EXIT.lock().unwrap().push((ok, v));
-}
-
-#[cfg(unix)]
 #[test]
-fn key_destructor_after_release_gets_fresh_bytes_from_the_os() {
+fn destructor_before_release_uses_the_live_state() {
     fkrng::test_hooks::snapshot::stand_in_from_env();
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    // fkrng's key exists once any thread has set up a state.
-    std::thread::spawn(|| fkrng::fill(&mut [0u8; 1]))
-        .join()
-        .unwrap();
-    LATER_KEY.get_or_init(|| late::key_after_release(read_after_release));
+    let _serial = SERIAL.lock().unwrap();
     let (alive, at_exit, one_offs) = run(|| {
         let mut out = vec![0u8; 2048];
         fkrng::fill(&mut out);
-        late::set(*LATER_KEY.get().unwrap(), 1);
+        // Registered after fkrng's state, so destroyed before it.
+        READS_AT_EXIT.with(|_| ());
         out
     });
-    if GLIBC {
-        assert_eq!(
-            one_offs, THREADS as u64,
-            "each later destructor found the state released and used the OS"
-        );
-    }
+    assert_eq!(one_offs, 0, "the state was still there");
     check_fresh(&alive, &at_exit);
 }
 
 #[test]
 fn first_read_of_a_thread_from_a_destructor() {
     fkrng::test_hooks::snapshot::stand_in_from_env();
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _serial = SERIAL.lock().unwrap();
     let os_reads = fkrng::test_hooks::counters::os_reads();
     let (_, at_exit, one_offs) = run(|| {
         READS_AT_EXIT.with(|_| ());
         Vec::new()
     });
-    // Each thread sets up its state during its exit (its key destructor wipes and releases
-    // it) or, where that is refused, bypasses it: one OS read per thread either way.
+    // Each thread sets up its state during its exit (glibc runs destructors registered
+    // while destructors run, so the state is still wiped and released) or, where that is
+    // refused, bypasses it: one OS read per thread either way.
     assert_eq!(
         fkrng::test_hooks::counters::os_reads() - os_reads,
         THREADS as u64
     );
-    if GLIBC {
+    if cfg!(all(target_os = "linux", target_env = "gnu")) {
         assert_eq!(one_offs, 0, "the state was set up during thread exit");
     } else {
         assert!(one_offs <= THREADS as u64);

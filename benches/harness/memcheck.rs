@@ -1,36 +1,37 @@
 //! A small program that exercises every entry point of the thread-local generator, for
 //! memory checkers (`scripts/valgrind.sh` runs it under valgrind memcheck): `fill` of sizes
 //! around the buffer and refill boundaries, `try_fill`, `array`, `u32`, `u64`, `rng()`,
-//! `reseed`, `reseed_all`, 8 threads at once, a read from a key destructor after the
-//! thread's state is released, and a `fork` whose child reads too.
+//! `reseed`, `reseed_all`, 8 threads at once, a read from a thread-local destructor after
+//! the thread's state is released, and a `fork` whose child reads too.
 //!
 //! It checks what it can see: outputs of different threads, of the parent and the child,
 //! and before and after a reseed all differ. Exits with status 0 when all is well.
 
-use fkrng_test_support::late;
 use rand_core::Rng;
 use std::collections::HashSet;
-use std::sync::{Mutex, mpsc};
+use std::sync::mpsc;
 
 fn distinct(label: &str, values: &[[u8; 32]]) {
     let set: HashSet<&[u8; 32]> = values.iter().collect();
     assert_eq!(set.len(), values.len(), "{label}: repeated 32-byte outputs");
 }
 
-/// Where the key destructor below sends its reads.
-static LATE: Mutex<Option<mpsc::Sender<[u8; 32]>>> = Mutex::new(None);
+struct ReadsOnDrop(mpsc::Sender<[u8; 32]>);
 
-/// A key destructor that runs after fkrng's release (`fkrng_test_support::late`): a read
-/// of the one-off path.
-unsafe extern "C" fn read_at_exit(_: *mut libc::c_void) {
-    let mut b = [0u8; 32];
-    fkrng::fill(&mut b);
-    if let Some(tx) = LATE.lock().unwrap().as_ref() {
-        let _ = tx.send(b);
+impl Drop for ReadsOnDrop {
+    fn drop(&mut self) {
+        // Runs during thread exit, possibly after the thread's state was released.
+        let mut b = [0u8; 32];
+        fkrng::fill(&mut b);
+        let _ = self.0.send(b);
     }
 }
 
-fn worker(id: usize, key: libc::pthread_key_t) -> Vec<[u8; 32]> {
+thread_local! {
+    static LATE: std::cell::RefCell<Option<ReadsOnDrop>> = const { std::cell::RefCell::new(None) };
+}
+
+fn worker(id: usize, late: mpsc::Sender<[u8; 32]>) -> Vec<[u8; 32]> {
     let mut out = Vec::new();
     for n in [
         0usize, 1, 31, 32, 33, 991, 992, 993, 1023, 1024, 1025, 1985, 70_000,
@@ -58,28 +59,25 @@ fn worker(id: usize, key: libc::pthread_key_t) -> Vec<[u8; 32]> {
     assert_ne!(fkrng::u32(), fkrng::u32(), "thread {id}");
     fkrng::reseed().expect("OS random source");
     out.push(fkrng::array());
-    late::set(key, 1);
+    LATE.with(|l| *l.borrow_mut() = Some(ReadsOnDrop(late)));
     out
 }
 
 fn main() {
-    // A first read creates fkrng's thread-exit key before the one below.
-    let mut all = vec![fkrng::array::<32>()];
-    let key = late::key_after_release(read_at_exit);
     let (late_tx, late_rx) = mpsc::channel();
-    *LATE.lock().unwrap() = Some(late_tx);
     let threads: Vec<_> = (0..8)
-        .map(|id| std::thread::spawn(move || worker(id, key)))
+        .map(|id| {
+            let late = late_tx.clone();
+            std::thread::spawn(move || worker(id, late))
+        })
         .collect();
-    all.extend(
-        threads
-            .into_iter()
-            .flat_map(|t| t.join().expect("worker thread")),
-    );
-    // The threads' key destructors ran before their joins returned.
-    LATE.lock().unwrap().take();
+    drop(late_tx);
+    let mut all: Vec<[u8; 32]> = threads
+        .into_iter()
+        .flat_map(|t| t.join().expect("worker thread"))
+        .collect();
     let late: Vec<[u8; 32]> = late_rx.iter().collect();
-    assert_eq!(late.len(), 8, "every key destructor read");
+    assert_eq!(late.len(), 8, "every thread-local destructor read");
     all.extend(late);
     fkrng::reseed_all();
     all.push(fkrng::array());

@@ -13,7 +13,7 @@
  * called from any thread, from signal handlers and from thread-exit destructors (those
  * reads use a one-off generator keyed from the kernel), except that a thread's first call
  * must not be made in a signal handler: it sets up the thread's state, which is not
- * async-signal-safe (it may map memory and set a thread-specific key). Call once
+ * async-signal-safe (glibc allocates to register the thread-exit destructor). Call once
  * on each thread that may run such a handler.
  *
  * errno: a call that succeeds leaves errno as it was before the call (the system calls

@@ -129,11 +129,11 @@ fn no_unwind<R>(function: &str, f: impl FnOnce() -> R) -> R {
 /// (`EINVAL`), or when the OS random source fails at a (re)seeding: the OS error number,
 /// or `EIO` for a failure without one. `len` 0 returns 0 and touches nothing.
 ///
-/// Safe in signal handlers and thread-exit destructors (those reads use a one-off
+/// Safe in signal handlers and thread-local destructors (those reads use a one-off
 /// generator keyed from the OS) and in forked children (they reseed first), once the
 /// calling thread has made one call outside a signal handler: a thread's first call sets
-/// up its state, which is not async-signal-safe (it may map memory and set a
-/// thread-specific key).
+/// up its state, which is not async-signal-safe (glibc allocates to register the
+/// thread-exit destructor).
 ///
 /// # Safety
 /// `buf` is NULL or valid for writes of `len` bytes.

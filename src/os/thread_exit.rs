@@ -1,4 +1,4 @@
-//! The thread-exit destructor: POSIX runs `pthread` key destructors in rounds (up to
+//! A last-chance destructor at thread exit: POSIX runs `pthread` key destructors in rounds (up to
 //! `PTHREAD_DESTRUCTOR_ITERATIONS`) while keys hold values, so a value set by another key's
 //! destructor still gets its destructor run, unlike a thread-local destructor registered then.
 
@@ -9,8 +9,7 @@ use core::sync::atomic::{AtomicUsize, Ordering};
 static KEY: AtomicUsize = AtomicUsize::new(0);
 
 /// Arranges for `destructor` to run at the calling thread's exit, after its thread-local
-/// destructors where the C library runs those first (glibc); `false` if the key could not be
-/// created or set (`EAGAIN`, `ENOMEM`; a later call retries).
+/// destructors; `false` if no key could be created (`EAGAIN`, `ENOMEM`; a later call retries).
 pub(crate) fn arm(destructor: unsafe extern "C" fn(*mut c_void)) -> bool {
     let mut key = KEY.load(Ordering::Acquire);
     if key == 0 {

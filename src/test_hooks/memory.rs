@@ -15,8 +15,8 @@ pub struct StateMemory {
     pub storage: usize,
     /// The two thread-local values (the state pointer with the re-entrancy flag, and the
     /// storage's owner), present in every thread of a program that links the library,
-    /// whether or not it reads (off Unix, the standard library's destructor registration flag
-    /// for the owner is not counted).
+    /// whether or not it reads; the standard library's destructor registration flag for the
+    /// owner is not counted.
     pub thread_locals: usize,
 }
 

@@ -35,8 +35,7 @@ fn pool(advice: Advice) -> &'static StatePool<Slot> {
     }
 }
 
-/// Holds a thread's lease of its slot until thread exit, where [`release_at_exit`] (Unix) or
-/// its destructor (elsewhere) releases it.
+/// Holds a thread's lease of its slot; its destructor releases it at thread exit.
 pub(crate) struct Owner(pub(crate) Cell<Option<Lease<Slot>>>);
 
 impl Owner {
@@ -68,11 +67,11 @@ impl Drop for Owner {
     }
 }
 
-/// The thread-exit key's destructor ([`crate::os::thread_exit`]): releases the thread's slot
-/// after its thread-local destructors (glibc runs those first, so they read the live state).
+/// The thread-exit key's destructor ([`crate::os::thread_exit`]): releases the slot of a
+/// thread whose first read came after its thread-local destructors; otherwise a no-op.
 #[cfg(all(unix, not(miri)))]
 unsafe extern "C" fn release_at_exit(_: *mut core::ffi::c_void) {
-    OWNER.with(|owner| owner.release());
+    let _ = OWNER.try_with(Owner::release);
 }
 
 /// The fork child handler: a new epoch, then the claims of the parent's other threads
@@ -112,11 +111,6 @@ std::thread_local! {
     pub(crate) static STATE: ThreadSlot = const {
         ThreadSlot { slot: Cell::new(ptr::null_mut()), busy: AtomicBool::new(false) }
     };
-    /// Unix: no destructor (registering one allocates; glibc leaks one made in a key destructor).
-    #[cfg(all(unix, not(miri)))]
-    pub(crate) static OWNER: core::mem::ManuallyDrop<Owner> =
-        const { core::mem::ManuallyDrop::new(Owner(Cell::new(None))) };
-    #[cfg(not(all(unix, not(miri))))]
     pub(crate) static OWNER: Owner = const { Owner(Cell::new(None)) };
 }
 
@@ -145,7 +139,7 @@ pub(crate) fn try_fill(dest: &mut [u8]) -> Result<(), Error> {
         return fill_without_state(p, dest);
     }
     // SAFETY: a non-null slot other than UNAVAILABLE points to this thread's slot, which
-    // stays mapped until its release at thread exit resets the thread-local first.
+    // stays mapped until `OWNER`'s destructor resets the thread-local first.
     match unsafe { enter(p, |st| st.fill(dest)) } {
         Some(result) => result,
         None => one_off_fill(dest, OneOff::Interrupted),
@@ -231,19 +225,15 @@ pub(crate) fn set_up(
             return refused.map(|_| None);
         }
     };
-    // Without the key nothing would release the slot: no state (a later read tries again).
-    #[cfg(all(unix, not(miri)))]
-    if !crate::os::thread_exit::arm(release_at_exit) {
-        set_slot(ptr::null_mut());
-        return Ok(None);
-    }
     crate::probe::count(crate::probe::Event::StateSetUp);
     let p = lease.as_ptr();
-    // Off Unix, fails once this thread's destructors have run: the lease drops, the thread
-    // stays UNAVAILABLE.
+    // Fails once this thread's destructors have run: the lease drops, the thread stays UNAVAILABLE.
     if OWNER.try_with(|owner| owner.0.set(Some(lease))).is_err() {
         return Ok(None);
     }
+    // Releases the slot where `OWNER`'s destructor never runs (a first read in a key destructor).
+    #[cfg(all(unix, not(miri)))]
+    crate::os::thread_exit::arm(release_at_exit);
     set_slot(p);
     Ok(Some(p))
 }

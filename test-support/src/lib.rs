@@ -12,7 +12,6 @@
 //! - [`signals`]: signal handlers and periodic timer signals.
 //! - [`stack`]: painted thread and signal stacks that measure how deep code reached.
 //! - [`alloc`]: a global allocator that counts allocations.
-//! - [`late`]: `pthread` keys whose destructors read after fkrng released the thread's state.
 //! - [`runner`]: commands that run the tests' binaries through the emulator of a
 //!   cross-architecture run.
 
@@ -25,8 +24,6 @@ pub mod sampling;
 
 #[cfg(unix)]
 pub mod child;
-#[cfg(unix)]
-pub mod late;
 #[cfg(target_os = "linux")]
 pub mod maps;
 #[cfg(target_os = "linux")]

@@ -33,7 +33,7 @@
 //!   thread's first seed reads it; once the thread has wiped its copy and exited, no 8-byte
 //!   piece of it remains in writable memory (the vDSO's frames and state included).
 //! - `one_off_read_leaves_no_key_behind`: after a read served from fresh OS bytes (a
-//!   key destructor after the thread's state was released; the same path serves
+//!   thread-local destructor after the thread's state was released; the same path serves
 //!   signal handlers that interrupt a read), no 32-byte window may be a ChaCha20 key whose
 //!   keystream reproduces the bytes served. The exited thread's stack stays mapped (glibc
 //!   caches thread stacks for reuse), so a seed copy left in a dead stack frame is found.

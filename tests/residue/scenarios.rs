@@ -1,5 +1,5 @@
 //! The scenarios the residue tests run: reads of a seeded generator with a scan after each
-//! group, a key destructor's one-off read at thread exit, a vDSO seed, signal storms during
+//! group, a thread-local destructor's one-off read, a vDSO seed, signal storms during
 //! refills and direct fills (on the reading stack and on an alternate stack), and reads in
 //! handlers on alternate stacks with little room.
 
@@ -11,11 +11,10 @@ use crate::scanner::{
     scrub_scan_frames, scrub_stack_below,
 };
 use fkrng::FkeRng;
-use fkrng_test_support::late;
 use fkrng_test_support::signals::{self, ThreadTimer};
 use rand_core::{Rng, SeedableRng};
 use std::hint::black_box;
-use std::sync::{Mutex, OnceLock, PoisonError};
+use std::sync::{Mutex, PoisonError};
 
 /// The generator under test, built from the seed without leaving a copy of it in the
 /// caller's frame (`Box::new` builds the generator in this frame and copies it to the heap;
@@ -105,13 +104,18 @@ pub(crate) fn check_no_old_key_after(groups: &[Vec<usize>]) {
 
 pub(crate) static SERVED: Mutex<Option<[u8; 16]>> = Mutex::new(None);
 
-/// A key destructor that runs after fkrng's release ([`late`]): a one-off read.
-unsafe extern "C" fn read_at_exit(_: *mut libc::c_void) {
-    let v: [u8; 16] = fkrng::array();
-    *SERVED.lock().unwrap() = Some(v);
+pub(crate) struct ReadsAtExit;
+
+impl Drop for ReadsAtExit {
+    fn drop(&mut self) {
+        let v: [u8; 16] = fkrng::array();
+        *SERVED.lock().unwrap() = Some(v);
+    }
 }
 
-static AT_EXIT_KEY: OnceLock<libc::pthread_key_t> = OnceLock::new();
+std::thread_local! {
+    static READS_AT_EXIT: ReadsAtExit = const { ReadsAtExit };
+}
 
 /// Addresses of 32-byte windows in writable memory under which ChaCha20 (nonce 0, block 0)
 /// gives `served` as bytes 32..48: the first 16 bytes a fast-key-erasure batch serves.
@@ -135,16 +139,14 @@ pub(crate) fn keys_reproducing(served: &[u8; 16]) -> Vec<usize> {
     found
 }
 
-/// The one-off read of a key destructor at thread exit, and a scan for a key that
-/// reproduces it.
+/// The one-off read of a thread-local destructor, and a scan for a key that reproduces it.
 pub(crate) fn one_off_read() {
     let _scan = MEMORY_SCAN.lock().unwrap_or_else(PoisonError::into_inner);
-    let _: [u8; 1] = fkrng::array();
-    let key = *AT_EXIT_KEY.get_or_init(|| late::key_after_release(read_at_exit));
     let one_offs = fkrng::test_hooks::counters::one_off_reads_unavailable();
-    std::thread::spawn(move || {
+    std::thread::spawn(|| {
+        // Registered before fkrng's own thread-local, so destroyed after it.
+        READS_AT_EXIT.with(|_| ());
         let _: [u8; 1] = fkrng::array();
-        late::set(key, 1);
     })
     .join()
     .unwrap();

@@ -5,7 +5,7 @@
 //! `uuid N`: N `Uuid::new_v4()`, all distinct and of version 4. `fork`: a forked child's
 //! next 32 bytes differ from the parent's. `signal`: fills from a signal handler that
 //! interrupts fills (with fkrng's test hooks, `--cfg fkrng_test_hooks`: some took fkrng's
-//! one-off path). `teardown`: fills from a `pthread` key destructor after fkrng's state is
+//! one-off path). `teardown`: fills from a thread-local destructor after fkrng's state is
 //! released (with the hooks: through the one-off path). Exits non-zero when a check fails.
 
 // The backend is in fkrng; naming the crate links it.
@@ -180,45 +180,37 @@ fn signal_fills() {
     );
 }
 
-/// Where the key destructor below sends its bytes.
-static LATE: std::sync::Mutex<Option<std::sync::mpsc::Sender<[u8; 32]>>> =
-    std::sync::Mutex::new(None);
+struct FillOnDrop(std::sync::mpsc::Sender<[u8; 32]>);
 
-/// A `pthread` key destructor: with fkrng, its key was created after fkrng's thread-exit key
-/// (glibc runs key destructors in key order), so this read finds the state released.
-unsafe extern "C" fn fill_at_exit(_: *mut libc::c_void) {
-    let mut b = [0u8; 32];
-    if getrandom::fill(&mut b).is_ok()
-        && let Some(tx) = LATE.lock().unwrap().as_ref()
-    {
-        let _ = tx.send(b);
+impl Drop for FillOnDrop {
+    fn drop(&mut self) {
+        // fkrng's own state was set up after this value was registered, so its destructor
+        // has already run: this read finds the state released.
+        let mut b = [0u8; 32];
+        if getrandom::fill(&mut b).is_ok() {
+            let _ = self.0.send(b);
+        }
     }
 }
 
+thread_local! {
+    static LATE: std::cell::RefCell<Option<FillOnDrop>> = const { std::cell::RefCell::new(None) };
+}
+
 fn teardown_fills() {
-    // A first fill creates fkrng's key before the key below.
-    getrandom::fill(&mut [0u8; 1]).unwrap_or_else(|_| fail("fill"));
-    let mut key = 0;
-    // SAFETY: `key` is a valid place; the destructor lives for the whole program.
-    if unsafe { libc::pthread_key_create(&mut key, Some(fill_at_exit)) } != 0 {
-        fail("pthread_key_create");
-    }
     let before = one_off("unavailable");
     let (tx, rx) = std::sync::mpsc::channel();
-    *LATE.lock().unwrap() = Some(tx);
     let during = std::thread::spawn(move || {
+        LATE.with(|late| *late.borrow_mut() = Some(FillOnDrop(tx)));
         let mut b = [0u8; 32];
         getrandom::fill(&mut b).unwrap_or_else(|_| fail("fill"));
-        // SAFETY: a key created above; the value is never dereferenced.
-        unsafe { libc::pthread_setspecific(key, std::ptr::dangling()) };
         b
     })
     .join()
     .unwrap_or_else(|_| fail("thread"));
-    // The thread's key destructors ran before the join returned.
     let late = rx
-        .try_recv()
-        .unwrap_or_else(|_| fail("no fill from the key destructor"));
+        .recv()
+        .unwrap_or_else(|_| fail("no fill from the thread-local destructor"));
     let unavailable = one_off("unavailable") - before;
     if late == [0u8; 32] || late == during {
         fail("the destructor's bytes");
