@@ -10,6 +10,8 @@
 #     - every getrandom system call failing (strace fault injection): -1 and EIO, the
 #       buffer untouched, and a one-line message and SIGABRT from the void functions;
 #     - a C program that dlopens libfkrng_ffi.so (no static-TLS failure) and dlcloses it;
+#     - a Rust library embedding fkrng (ffi/plugin-check/, no -z nodelete), dlclosed while a
+#       thread that read through it lives, then that thread's exit: the host survives;
 #     - a read abandoned by a signal handler's siglongjmp: the thread that takes its state
 #       next makes at most 20 getrandom system calls for 100,000 reads;
 #     - Python ctypes; README's C example (linked statically and shared) and Python example;
@@ -117,6 +119,11 @@ cc "${cflags[@]}" ffi/tests/c/dlopen_test.c -o "$work/dlopen_test" -ldl -lpthrea
 "$work/dlopen_test" "$so"
 readelf -d "$so" | grep -q 'NODELETE' ||
   { echo "ffi: FAILED: libfkrng_ffi.so lacks -z nodelete" >&2; exit 1; }
+
+echo "-- a Rust library embedding fkrng (no -z nodelete), dlclosed while a reader lives"
+(cd ffi/plugin-check && cargo build --quiet --locked "${cargo_profile[@]}" --target-dir "$work/plugin")
+cc "${cflags[@]}" ffi/tests/c/plugin_dlclose_test.c -o "$work/plugin_dlclose_test" -ldl -lpthread
+"$work/plugin_dlclose_test" "$work/plugin/$profile/libfkrng_plugin_check.so"
 
 echo "-- Python ctypes"
 python3 - "$so" <<'EOF'
