@@ -1,9 +1,9 @@
 //! ChaCha20 keystream for refills and direct fills: D. J. Bernstein's original ChaCha20 (RFC
 //! 8439's block function, 64-bit block counter in words 12-13, 64-bit nonce in words 14-15,
-//! here zero). On x86-64 fkrng's AVX-512 and AVX2 kernels, chosen at run time
+//! here zero). On x86-64 fkrng's AVX-512, AVX2 and SSE2 kernels, chosen at run time
 //! (`keystream/dispatch.rs`), compute whole passes, and the `chacha20` crate what they leave
-//! (under eight blocks, or blocks past a carry into the counter's high word); elsewhere the
-//! crate computes it all. Builds with debug assertions or at opt-level 0 and no pin use
+//! (a few blocks, or blocks past a carry into the counter's high word); elsewhere the crate
+//! computes it all. Builds with debug assertions or at opt-level 0 and no pin use
 //! `keystream/small_stack.rs`. Every path gives the same bytes (`tests/kat.rs`, unit tests).
 //!
 //! Invariant: every key-derived value lives in registers or in the frames of a never-inlined
@@ -74,6 +74,7 @@ fn direct_fill_unscrubbed(blocks: &mut [Block; 16], rest: &mut [u8]) {
         None => {
             match lanes {
                 16 => write_bytes_below::<16>(key_of(&blocks[0]), 16, rest),
+                4 => write_bytes_below::<4>(key_of(&blocks[0]), 16, rest),
                 _ => write_bytes_below::<TAIL_BLOCKS>(key_of(&blocks[0]), 16, rest),
             }
             refill_below(blocks);
@@ -110,10 +111,10 @@ fn direct_fill_with_rider_below(
 /// where the widest kernel's passes are `N` blocks (eight on rows without kernels): whole
 /// passes straight into `out`, the rest through a scratch array of one pass, wiped
 /// afterwards, filled by the tail kernel up to eight blocks, else by a pass of `N` blocks
-/// if more than two are needed (one AVX2 pass where `N` is 8), else with just those blocks
-/// (from the crate): the break-even in docs/BENCHMARKS.md. One frame, sixteen blocks of
-/// scratch only on the AVX-512 row, so that every path stays within the scrub.
-/// Unscrubbed ([`scrub::below`]).
+/// if more than two are needed (one AVX2 pass where `N` is 8, one SSE2 pass where it is 4,
+/// the crate on rows without kernels), else with just those blocks (from the crate): the
+/// break-even in docs/BENCHMARKS.md. One frame, sixteen blocks of scratch only on the
+/// AVX-512 row, so that every path stays within the scrub. Unscrubbed ([`scrub::below`]).
 #[inline(never)]
 fn write_bytes_below<const N: usize>(key: &[u8; KEY_LEN], counter: u64, out: &mut [u8]) {
     if small_stack::IN_USE {
@@ -203,6 +204,8 @@ mod path;
 mod rider;
 mod scrub;
 mod small_stack;
+#[cfg(target_arch = "x86_64")]
+mod sse2;
 
 pub use dispatch::keystream_path;
 pub use path::KeystreamPath;

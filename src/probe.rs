@@ -69,7 +69,7 @@ pub(crate) fn at(point: Point) {
     let _ = point;
 }
 
-/// Counts a call of keystream kernel `which` on this thread (0: 16 blocks, 1: 8, 2: tail,
+/// Counts a call of keystream kernel `which` on this thread (0: 16 blocks, 1: 8 or 4, 2: tail,
 /// 3: refill with a rider; tests).
 #[inline(always)]
 pub(crate) fn kernel_call(which: usize) {
@@ -88,7 +88,8 @@ pub(crate) mod hooks {
     use core::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 
     std::thread_local! {
-        /// Kernel calls on this thread: sixteen-block, eight-block, tail, refill with a rider.
+        /// Kernel calls on this thread: sixteen-block, eight- or four-block, tail, refill with a
+        /// rider.
         pub(crate) static KERNEL_CALLS: core::cell::Cell<[u64; 4]> =
             const { core::cell::Cell::new([0; 4]) };
     }

@@ -5,9 +5,9 @@
 use super::path::{KeystreamPath, PINNED};
 use super::{Block, KEY_LEN, TAIL_BLOCKS};
 #[cfg(target_arch = "x86_64")]
-use super::{avx2, avx512};
+use super::{avx2, avx512, sse2};
 
-/// One of fkrng's pass kernels: whole passes of `lanes` (16 or 8) consecutive blocks.
+/// One of fkrng's pass kernels: whole passes of `lanes` (16, 8 or 4) consecutive blocks.
 #[derive(Clone, Copy)]
 pub(super) struct PassKernel {
     pub(super) lanes: usize,
@@ -75,7 +75,15 @@ pub(super) const AVX2_PASS: PassKernel = PassKernel {
     write: avx2::write_blocks,
 };
 
-/// The table, widest path first; the last row, the `chacha20` crate alone, runs anywhere.
+#[cfg(target_arch = "x86_64")]
+pub(super) const SSE2_PASS: PassKernel = PassKernel {
+    lanes: sse2::LANES,
+    detected: sse2::detected,
+    write: sse2::write_blocks,
+};
+
+/// The table, widest path first; the last row runs on every x86-64 CPU (SSE2 is in the
+/// baseline); on other targets the one row is the `chacha20` crate alone.
 #[cfg(target_arch = "x86_64")]
 const TABLE: &[Row] = &[
     Row {
@@ -88,11 +96,13 @@ const TABLE: &[Row] = &[
         rider: Some(avx2::write_refill_and_block),
         ..row(KeystreamPath::Avx2, &[AVX2_PASS])
     },
-    PORTABLE,
+    Row {
+        rider: Some(sse2::write_refill_and_block),
+        ..row(KeystreamPath::Portable, &[SSE2_PASS])
+    },
 ];
 #[cfg(not(target_arch = "x86_64"))]
-const TABLE: &[Row] = &[PORTABLE];
-const PORTABLE: Row = row(KeystreamPath::Portable, &[]);
+const TABLE: &[Row] = &[row(KeystreamPath::Portable, &[])];
 /// `small_stack.rs` computes refills and byte fills; direct calls of `write_blocks` take the
 /// crate.
 const SMALL_STACK: Row = row(KeystreamPath::SmallStack, &[]);

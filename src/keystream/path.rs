@@ -14,9 +14,9 @@ pub enum KeystreamPath {
     /// fkrng's 8-block (512-byte) AVX2 pass kernel, on x86-64 CPUs with AVX2 but not
     /// AVX-512F.
     Avx2,
-    /// The `chacha20` crate alone, with the backend it picks (SSE2, AVX2 or, with
-    /// `--cfg chacha20_avx512`, AVX-512 on x86-64; NEON on AArch64; plain Rust elsewhere):
-    /// targets other than x86-64, and x86-64 CPUs without AVX2.
+    /// On x86-64 CPUs without AVX2, fkrng's 4-block (256-byte) SSE2 pass kernel, with the
+    /// `chacha20` crate for what whole passes leave; on other targets the crate alone, with
+    /// the backend it picks (NEON on AArch64, plain Rust elsewhere).
     Portable,
     /// fkrng's one-block plain-Rust ChaCha20 (`keystream/small_stack.rs`), unless a path is
     /// pinned, in builds with debug assertions, at opt-level 0, or at a level the build

@@ -12,6 +12,7 @@ fn write_bytes(key: &[u8; KEY_LEN], counter: u64, out: &mut [u8]) {
         .map_or(TAIL_BLOCKS, |k| k.lanes);
     scrub::below(|| match lanes {
         16 => write_bytes_below::<16>(key, counter, out),
+        4 => write_bytes_below::<4>(key, counter, out),
         _ => write_bytes_below::<TAIL_BLOCKS>(key, counter, out),
     });
 }
@@ -37,7 +38,11 @@ fn kernel_cases() -> impl Iterator<Item = ([u8; KEY_LEN], u64)> {
 #[cfg(target_arch = "x86_64")]
 #[test]
 fn pass_kernels_match_the_chacha20_crate() {
-    for kernel in [dispatch::AVX512_PASS, dispatch::AVX2_PASS] {
+    for kernel in [
+        dispatch::AVX512_PASS,
+        dispatch::AVX2_PASS,
+        dispatch::SSE2_PASS,
+    ] {
         let blocks = 2 * kernel.lanes;
         if !kernel.usable(0, blocks) {
             eprintln!("{}-block kernel: not available on this CPU", kernel.lanes);
@@ -84,13 +89,14 @@ fn avx512_tail_kernel_matches_the_chacha20_crate() {
 #[cfg(target_arch = "x86_64")]
 #[test]
 fn rider_kernels_match_the_chacha20_crate() {
-    let kernels: [(&str, bool, dispatch::RiderKernel); 2] = [
+    let kernels: [(&str, bool, dispatch::RiderKernel); 3] = [
         (
             "AVX-512",
             avx512::detected(),
             avx512::write_refill_and_block,
         ),
         ("AVX2", avx2::detected(), avx2::write_refill_and_block),
+        ("SSE2", sse2::detected(), sse2::write_refill_and_block),
     ];
     for (name, detected, kernel) in kernels {
         if !detected {
@@ -244,7 +250,7 @@ fn scrub_covers_the_deepest_keystream_frame() {
         let mut blocks = Box::new([[0x3cu8; BLOCK_LEN]; 16]);
         let mut out = vec![0u8; 40 * BLOCK_LEN + 17];
         let top = here();
-        // One block past whole passes (a rider on the AVX-512 and AVX2 paths), remainders
+        // One block past whole passes (a rider on x86-64's paths), remainders
         // of 4, 9, 15 and 31 blocks, and every path's whole passes.
         for len in [
             1,
@@ -324,7 +330,9 @@ fn the_kernels_that_ran_are_those_of_the_reported_path() {
         // One call for the refill, one for the 24 blocks, one for the sixteen blocks of the
         // direct fill; the two-block tail goes to the crate (below the AVX2 kernel's
         // break-even).
+        // The same on x86-64's portable path, with four-block passes.
         KeystreamPath::Avx2 => [0, 3, 0, 1],
+        KeystreamPath::Portable if cfg!(target_arch = "x86_64") => [0, 3, 0, 1],
         KeystreamPath::Portable | KeystreamPath::SmallStack => [0; 4],
     };
     assert_eq!(KERNEL_CALLS.get(), expected, "{}", keystream_path());
