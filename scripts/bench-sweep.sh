@@ -35,7 +35,11 @@ load() { cut -d' ' -f1-3 /proc/loadavg; }
 if [[ $report == no ]]; then
   for path in "${paths[@]}"; do
     echo "== build pinned to $path"
-    CARGO_TARGET_DIR="target/bench-$path" RUSTFLAGS="--cfg fkrng_keystream=\"$path\"" \
+    # The portable build also keeps the chacha20 crate (and so rand::rng()) to its SSE2
+    # code, as on an x86-64 CPU without AVX2, the only kind that takes this path.
+    flags="--cfg fkrng_keystream=\"$path\""
+    [[ $path == portable ]] && flags+=' --cfg chacha20_backend="sse2"'
+    CARGO_TARGET_DIR="target/bench-$path" RUSTFLAGS="$flags" \
       cargo build --release --example size_sweep
   done
   rm -rf "$out"
