@@ -11,7 +11,7 @@
 
 /// Bytes of stack zeroed below the caller: at least the deepest a computation of this build
 /// reaches on any path (`scrub_covers_the_deepest_keystream_frame`; figures per level in
-/// docs/SECURITY.md); 5120 for opt-level 1, `s` and `z`, and pinned unoptimised builds.
+/// docs/SECURITY.md); 6144 for opt-level 1, `s` and `z`, and pinned unoptimised builds.
 pub(super) const SCRUB_BYTES: usize = if super::small_stack::IN_USE {
     3584
 } else if cfg!(all(
@@ -20,7 +20,7 @@ pub(super) const SCRUB_BYTES: usize = if super::small_stack::IN_USE {
 )) {
     2048
 } else {
-    5120
+    6144
 };
 
 /// Runs `compute`, then clears the registers and zeroes the stack below the caller.
