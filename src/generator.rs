@@ -31,24 +31,11 @@ impl FkeState {
         FkeState { block, avail: 0 }
     }
 
-    /// The current key `K`.
-    #[cfg(any(test, fuzzing, fkrng_test_hooks))]
-    #[inline]
-    pub(crate) fn key(&self) -> &[u8; KEY_LEN] {
-        self.block[0].first_chunk().expect("32 bytes")
-    }
-
     /// Unserved bytes in the buffer (0 to 992).
     #[inline]
     #[cfg_attr(not(feature = "std"), allow(dead_code))] // used by the thread-local generator
     pub(crate) fn available(&self) -> usize {
         self.avail
-    }
-
-    /// The 992-byte buffer, served and unserved parts (for tests of the zeroing).
-    #[cfg(any(test, fuzzing, fkrng_test_hooks))]
-    pub(crate) fn buffer(&self) -> &[u8] {
-        &self.block.as_flattened()[KEY_LEN..]
     }
 
     /// Copies `dest.len()` bytes from the buffer and zeroes them there. The caller
@@ -218,12 +205,6 @@ impl FkeRng {
         self.fill(&mut out);
         out
     }
-
-    /// The state, for the unit tests and the test hooks.
-    #[cfg(any(test, fuzzing, fkrng_test_hooks))]
-    pub(crate) fn fke(&self) -> &FkeState {
-        &self.fke
-    }
 }
 
 impl rand_core::SeedableRng for FkeRng {
@@ -260,5 +241,7 @@ use small_copy::take_small;
 #[cfg(all(test, fkrng_test_hooks))]
 mod differential;
 
+#[cfg(any(test, fuzzing, fkrng_test_hooks))]
+mod hooks;
 #[cfg(test)]
 mod tests;

@@ -8,6 +8,8 @@
 //! when claimed. No lock anywhere: a signal handler or forked child never waits. A forked child's
 //! handler ([`StatePool::reset_after_fork`]) frees every claim but the forking thread's.
 
+#[cfg(any(test, fkrng_test_hooks))]
+mod hooks;
 #[cfg(all(test, loom))]
 mod loom_model;
 
@@ -182,23 +184,6 @@ impl<T> StatePool<T> {
             claims::reset(&chunk.claimed, kept);
         }
     }
-
-    /// Chunks published and slots claimed, for the tests.
-    #[cfg(any(test, fkrng_test_hooks))]
-    pub(crate) fn census(&self) -> (usize, usize) {
-        let published = self
-            .chunks
-            .iter()
-            .take_while(|c| !c.base.load(Acquire).is_null());
-        published.fold((0, 0), |(chunks, claimed), c| {
-            let bits: u32 = c
-                .claimed
-                .iter()
-                .map(|w| w.load(core::sync::atomic::Ordering::Relaxed).count_ones())
-                .sum();
-            (chunks + 1, claimed + bits as usize)
-        })
-    }
 }
 
 fn chunk_layout(g: &Geometry) -> Layout {
@@ -228,20 +213,6 @@ impl<T> Lease<T> {
         // SAFETY: the slot is claimed for `self`, aligned for `T`, and all-zero bytes are a
         // valid `T`; the caller holds no reference into it (it is given out as a pointer).
         unsafe { zeroize::zeroize_flat_type(self.ptr.as_ptr()) };
-    }
-
-    /// The slot's address range, for the tests and [`crate::test_hooks::memory`].
-    #[cfg(any(test, fkrng_test_hooks))]
-    pub(crate) fn range(&self) -> (usize, usize) {
-        let start = self.ptr.as_ptr() as usize;
-        (start, start + size_of::<T>())
-    }
-
-    /// Bytes of chunk memory per slot (a unit divided by its slots), for the memory figures.
-    #[cfg(any(test, fkrng_test_hooks))]
-    pub(crate) fn share(&self) -> usize {
-        let g = StatePool::<T>::geometry();
-        g.unit / g.per_unit
     }
 }
 

@@ -38,7 +38,7 @@ std::thread_local! {
 }
 
 /// The vDSO's `getrandom`, looked up at the first call and remembered.
-fn function() -> Option<VGetrandom> {
+pub(crate) fn function() -> Option<VGetrandom> {
     let mut found = FUNCTION.load(Ordering::Acquire);
     if found == UNKNOWN {
         found = find_function().unwrap_or(NONE);
@@ -46,11 +46,6 @@ fn function() -> Option<VGetrandom> {
     }
     // SAFETY: any value but NONE is the address of the vDSO's `vgetrandom`, of ABI `VGetrandom`.
     (found != NONE).then(|| unsafe { core::mem::transmute::<usize, VGetrandom>(found) })
-}
-
-#[cfg(any(test, fkrng_test_hooks))]
-pub(crate) fn available() -> bool {
-    function().is_some()
 }
 
 /// Finds the function and stores the state parameters it gives.
@@ -267,11 +262,14 @@ mod tests {
         if !fkrng_test_support::runner::vdso_getrandom_expected() {
             println!(
                 "vdso: no vDSO getrandom expected here; found: {}",
-                available()
+                function().is_some()
             );
             return;
         }
-        assert!(available(), "Linux 6.11 or later offers the vDSO getrandom");
+        assert!(
+            function().is_some(),
+            "Linux 6.11 or later offers the vDSO getrandom"
+        );
         // The kernel's sizes on x86-64 since 6.11: 144-byte states, 28 to a page.
         assert_eq!(STATE_LEN.load(Ordering::Relaxed), 144);
         assert_eq!(STATES.load(Ordering::Relaxed), 28);
@@ -290,7 +288,7 @@ mod tests {
     /// `reseed_all` no vDSO state from before serves a seed.
     #[test]
     fn a_state_is_cleared_once_per_epoch() {
-        if !available() {
+        if function().is_none() {
             println!("vdso: no vDSO getrandom here; skipped");
             return;
         }
@@ -324,7 +322,7 @@ mod tests {
     /// interrupts a lease of the forking thread's own, every claim stays.
     #[test]
     fn a_forked_child_clears_other_threads_claims_unless_it_forked_during_a_lease() {
-        if !available() {
+        if function().is_none() {
             println!("vdso: no vDSO getrandom here; skipped");
             return;
         }

@@ -2,14 +2,14 @@
 //! what a state would serve next, and the record of every state release at thread exit.
 
 use crate::generator::KEY_LEN;
-use crate::os::pages::Advice;
 use crate::thread::{set_up, slot};
 
 /// Sets up the calling thread's state, before its first read, in pages without
-/// wipe-on-fork ([`Advice::DontDumpOnly`]), so that only the atfork epoch protects it.
+/// wipe-on-fork (`Advice::DontDumpOnly`), so that only the atfork epoch protects it.
 pub(crate) fn set_up_without_wipe_on_fork() {
     assert!(slot().is_null(), "the thread has read before");
-    let p = set_up(crate::thread::register_atfork, Advice::DontDumpOnly);
+    let pool = &crate::thread::hooks::STATES_WITHOUT_WIPE_ON_FORK;
+    let p = set_up(crate::thread::register_atfork, pool);
     assert!(matches!(p, Ok(Some(_))), "set-up failed");
 }
 

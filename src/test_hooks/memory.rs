@@ -2,7 +2,7 @@
 //! (`benches/harness/thread_memory.rs`).
 
 use crate::pool::Lease;
-use crate::thread::{OWNER, STATE, Slot};
+use crate::thread::{OWNER, STATE, ThreadState};
 
 /// The memory of the calling thread's generator, in bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -23,7 +23,7 @@ pub struct StateMemory {
 /// The calling thread's figures; `None` before its first read (no storage yet).
 pub fn state_memory() -> Option<StateMemory> {
     Some(StateMemory {
-        state: size_of::<Slot>(),
+        state: size_of::<ThreadState>(),
         storage: OWNER
             .try_with(|owner| {
                 let lease = owner.0.take();
@@ -59,7 +59,7 @@ pub fn abandon_read() -> Option<usize> {
     if p.is_null() || p == crate::thread::UNAVAILABLE {
         return None;
     }
-    crate::thread::abandon_read_in_progress();
+    crate::thread::hooks::abandon_read_in_progress();
     Some(p as usize)
 }
 

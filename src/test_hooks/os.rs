@@ -13,7 +13,7 @@ pub fn fill_as_new_thread(dest: &mut [u8]) -> Result<(), crate::error::Error> {
 /// Whether the vDSO's `getrandom` was found (x86-64 Linux 6.11 and later).
 pub fn vdso_getrandom_found() -> bool {
     #[cfg(all(target_os = "linux", target_arch = "x86_64", not(miri)))]
-    return crate::os::vdso::available();
+    return crate::os::vdso::function().is_some();
     #[cfg(not(all(target_os = "linux", target_arch = "x86_64", not(miri))))]
     return false;
 }

@@ -3,6 +3,8 @@
 //! [`UNAVAILABLE`] (later reads take [`one_off_fill`]), zeroes it and returns it. The small-read
 //! path makes no system call, lock, atomic read-modify-write or heap allocation.
 
+#[cfg(any(test, fkrng_test_hooks))]
+pub(crate) mod hooks;
 mod state;
 #[cfg(test)]
 mod tests;
@@ -15,28 +17,16 @@ use crate::pool::{Lease, StatePool};
 use core::cell::Cell;
 use core::ptr;
 use core::sync::atomic::{AtomicBool, Ordering, compiler_fence};
-pub(crate) use state::{Slot, ThreadState};
+pub(crate) use state::ThreadState;
 
 /// Marks a slot whose state was released at thread exit (or is being set up).
-pub(crate) const UNAVAILABLE: *mut Slot = ptr::dangling_mut();
+pub(crate) const UNAVAILABLE: *mut ThreadState = ptr::dangling_mut();
 
 /// Every thread's state, in wipe-on-fork chunks mapped as threads need them.
-pub(crate) static STATES: StatePool<Slot> = StatePool::new(Advice::WipeOnFork);
-
-/// States that tests set up without wipe-on-fork, in chunks of their own.
-#[cfg(test)]
-static STATES_WITHOUT_WIPE_ON_FORK: StatePool<Slot> = StatePool::new(Advice::DontDumpOnly);
-
-fn pool(advice: Advice) -> &'static StatePool<Slot> {
-    match advice {
-        Advice::WipeOnFork => &STATES,
-        #[cfg(test)]
-        Advice::DontDumpOnly => &STATES_WITHOUT_WIPE_ON_FORK,
-    }
-}
+pub(crate) static STATES: StatePool<ThreadState> = StatePool::new(Advice::WipeOnFork);
 
 /// Holds a thread's lease of its slot; its destructor releases it at thread exit.
-pub(crate) struct Owner(pub(crate) Cell<Option<Lease<Slot>>>);
+pub(crate) struct Owner(pub(crate) Cell<Option<Lease<ThreadState>>>);
 
 impl Owner {
     /// Marks the thread's slot unavailable, zeroes the slot and returns it to the pool.
@@ -48,15 +38,7 @@ impl Owner {
         // Now a handler finds the slot released, not half-wiped (no destructor runs mid-read).
         compiler_fence(Ordering::SeqCst);
         #[cfg(test)]
-        {
-            // SAFETY: the slot holds an initialised `Slot`; the thread slot no longer
-            // points to it, so no other reference exists.
-            let st = unsafe { &(*lease.as_ptr()).state };
-            let before = (st.life.seeded, st.fke.key() != &[0; 32], st.fke.available());
-            lease.wipe();
-            let (start, end) = lease.range();
-            crate::probe::hooks::released(start as *const u8, end - start, before);
-        }
+        tests::record_release(&lease);
         drop(lease);
     }
 }
@@ -86,7 +68,7 @@ extern "C" fn atfork_child() {
     let keep = (!p.is_null()).then_some(p.cast_const());
     STATES.reset_after_fork(keep);
     #[cfg(test)]
-    STATES_WITHOUT_WIPE_ON_FORK.reset_after_fork(keep);
+    hooks::STATES_WITHOUT_WIPE_ON_FORK.reset_after_fork(keep);
     // The vDSO states' claims, kept if this thread forked during a lease of its own.
     #[cfg(all(target_os = "linux", target_arch = "x86_64", not(miri)))]
     crate::os::vdso::reset_after_fork();
@@ -101,7 +83,7 @@ pub(crate) fn register_atfork() -> Result<(), Error> {
 /// re-entrancy flag, one thread-local so that the fast path reaches both from one address.
 pub(crate) struct ThreadSlot {
     /// This thread's slot: null before the first read, [`UNAVAILABLE`] after thread exit.
-    slot: Cell<*mut Slot>,
+    slot: Cell<*mut ThreadState>,
     /// Set while a read runs on this thread ([`enter`]); not in the wipe-on-fork slot, so a
     /// child forked by a handler mid-read keeps it (docs/DESIGN.md, "The flag protocol").
     busy: AtomicBool,
@@ -115,19 +97,13 @@ std::thread_local! {
 }
 
 #[inline(always)]
-pub(crate) fn slot() -> *mut Slot {
+pub(crate) fn slot() -> *mut ThreadState {
     STATE.with(|t| t.slot.get())
 }
 
 #[inline(always)]
-fn set_slot(p: *mut Slot) {
+fn set_slot(p: *mut ThreadState) {
     STATE.with(|t| t.slot.set(p));
-}
-
-/// Leaves a read marked under way, as a `siglongjmp` out of a handler does (test hooks).
-#[cfg(any(test, fkrng_test_hooks))]
-pub(crate) fn abandon_read_in_progress() {
-    STATE.with(|t| t.busy.store(true, Ordering::Relaxed));
 }
 
 /// Fills `dest` from the calling thread's generator. Always inlined, so that a read of a
@@ -167,7 +143,10 @@ pub(crate) fn take<const N: usize>() -> Option<[u8; N]> {
 /// # Safety
 /// `slot` points to this thread's live slot.
 #[inline(always)]
-pub(crate) unsafe fn enter<R>(slot: *mut Slot, f: impl FnOnce(&mut ThreadState) -> R) -> Option<R> {
+pub(crate) unsafe fn enter<R>(
+    slot: *mut ThreadState,
+    f: impl FnOnce(&mut ThreadState) -> R,
+) -> Option<R> {
     let busy = STATE.with(|t| &raw const t.busy);
     // SAFETY: a thread-local without a destructor lives as long as its thread, which runs this.
     let busy = unsafe { &*busy };
@@ -177,7 +156,7 @@ pub(crate) unsafe fn enter<R>(slot: *mut Slot, f: impl FnOnce(&mut ThreadState) 
     busy.store(true, Ordering::Relaxed);
     compiler_fence(Ordering::SeqCst);
     // SAFETY: `slot` is live (caller's contract); no other reference to it while the flag is set.
-    let result = f(unsafe { &mut (*slot).state });
+    let result = f(unsafe { &mut *slot });
     compiler_fence(Ordering::SeqCst);
     busy.store(false, Ordering::Relaxed);
     Some(result)
@@ -187,7 +166,7 @@ pub(crate) unsafe fn enter<R>(slot: *mut Slot, f: impl FnOnce(&mut ThreadState) 
 pub(crate) fn reseed() -> Result<(), Error> {
     let mut p = slot();
     if p.is_null() {
-        p = set_up(register_atfork, Advice::WipeOnFork)?.unwrap_or(UNAVAILABLE);
+        p = set_up(register_atfork, &STATES)?.unwrap_or(UNAVAILABLE);
     }
     if p == UNAVAILABLE {
         return Ok(());
@@ -198,27 +177,27 @@ pub(crate) fn reseed() -> Result<(), Error> {
 
 #[cold]
 #[inline(never)]
-fn fill_without_state(p: *mut Slot, dest: &mut [u8]) -> Result<(), Error> {
+fn fill_without_state(p: *mut ThreadState, dest: &mut [u8]) -> Result<(), Error> {
     if dest.is_empty() {
         return Ok(());
     }
-    if p.is_null() && set_up(register_atfork, Advice::WipeOnFork)?.is_some() {
+    if p.is_null() && set_up(register_atfork, &STATES)?.is_some() {
         return try_fill(dest);
     }
     one_off_fill(dest, OneOff::Unavailable)
 }
 
-/// Registers the fork handlers (`register`), then leases this thread's slot for `advice`.
+/// Registers the fork handlers (`register`), then leases this thread's slot from `pool`.
 /// `Ok(None)` when the memory is refused (a later read tries again) or the thread is exiting
 /// (the slot stays unavailable). On `register`'s error no state is set up, for a later try.
 #[cold]
 pub(crate) fn set_up(
     register: impl FnOnce() -> Result<(), Error>,
-    advice: Advice,
-) -> Result<Option<*mut Slot>, Error> {
+    pool: &'static StatePool<ThreadState>,
+) -> Result<Option<*mut ThreadState>, Error> {
     // A signal handler that runs while this is under way takes the OS path.
     set_slot(UNAVAILABLE);
-    let lease = match register().map(|()| pool(advice).lease()) {
+    let lease = match register().map(|()| pool.lease()) {
         Ok(Some(lease)) => lease,
         refused => {
             set_slot(ptr::null_mut());

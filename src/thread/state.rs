@@ -10,28 +10,14 @@ use crate::lifecycle::{fork, snapshot};
 use core::sync::atomic::{Ordering, compiler_fence};
 use zeroize::Zeroize;
 
-/// One thread's generator. Valid when all-zero (empty and unseeded).
+/// One thread's generator, in a pool slot. Valid when all-zero (empty and unseeded).
 #[repr(C)]
 pub(crate) struct ThreadState {
     pub(crate) fke: FkeState,
     pub(crate) life: Lifecycle,
 }
 
-/// A pool slot: a thread's generator, valid all-zero (the busy flag: [`super::ThreadSlot`]).
-#[repr(C)]
-pub(crate) struct Slot {
-    pub(crate) state: ThreadState,
-}
-
 impl ThreadState {
-    #[cfg(test)]
-    pub(crate) fn zeroed() -> Box<Self> {
-        Box::new(ThreadState {
-            fke: FkeState::new([0; crate::generator::KEY_LEN]),
-            life: Lifecycle::default(),
-        })
-    }
-
     /// Whether the key belongs to this process and VM generation: a read's only check, once its
     /// bytes are copied out. The epoch is read volatile: a handler's raw `clone` mid-read moves no
     /// epoch but leaves the child a zeroed state, whose epoch 0 no process-wide epoch is.

@@ -2,7 +2,6 @@ use super::*;
 use crate::generator::{FkeState, KEY_LEN};
 use crate::lifecycle::reseed::{Clock, RESEED_INTERVAL_NS, RESEED_MIN_BYTES};
 use crate::lifecycle::snapshot;
-use crate::os::pages::Advice;
 use crate::test_hooks::entropy::FakeEntropy;
 use crate::test_hooks::lifecycle::{Release, releases, set_up_without_wipe_on_fork};
 use crate::test_hooks::memory::state_memory;
@@ -585,10 +584,7 @@ fn prepare_and_child_handlers_in_this_process() {
 #[test]
 fn no_state_is_set_up_without_fork_handlers() {
     std::thread::spawn(|| {
-        let failed = set_up(
-            || Err(Error::fork_handler(libc::ENOMEM)),
-            Advice::WipeOnFork,
-        );
+        let failed = set_up(|| Err(Error::fork_handler(libc::ENOMEM)), &STATES);
         assert_eq!(failed, Err(Error::fork_handler(libc::ENOMEM)));
         assert!(slot().is_null(), "the slot is left for a later try");
         assert!(OWNER.with(|o| {
@@ -1024,4 +1020,25 @@ fn a_read_interrupted_by_a_fork_in_a_signal_handler_is_served_again() {
         }
     }
     assert!(failed.is_empty(), "{failed:#?}");
+}
+
+impl ThreadState {
+    pub(crate) fn zeroed() -> Box<Self> {
+        Box::new(ThreadState {
+            fke: FkeState::new([0; KEY_LEN]),
+            life: crate::lifecycle::reseed::Lifecycle::default(),
+        })
+    }
+}
+
+/// Records a slot's release for the tests ([`crate::probe::hooks::released`]): what the
+/// state held, then the slot wiped.
+pub(super) fn record_release(lease: &Lease<ThreadState>) {
+    // SAFETY: the slot holds an initialised `ThreadState`; the thread slot no longer
+    // points to it, so no other reference exists.
+    let st = unsafe { &*lease.as_ptr() };
+    let before = (st.life.seeded, st.fke.key() != &[0; 32], st.fke.available());
+    lease.wipe();
+    let (start, end) = lease.range();
+    crate::probe::hooks::released(start as *const u8, end - start, before);
 }
