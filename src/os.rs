@@ -1,7 +1,6 @@
 //! Everything fkrng asks of the OS and the CPU (random source, state pages, fork handlers,
 //! clocks, CPU random words and counter, the VMClock device): every `libc` call is here.
 
-pub(crate) mod atfork;
 pub(crate) mod clock;
 pub(crate) mod diversifier;
 #[cfg(all(any(target_os = "linux", target_os = "android"), not(miri)))]
@@ -39,4 +38,19 @@ pub(crate) fn fill_new_thread(dest: &mut [u8], epoch: u64) -> Result<(), Error> 
         });
     }
     fill(dest)
+}
+
+/// A fork handler: an `extern "C"` function without arguments.
+pub(crate) type Handler = extern "C" fn();
+
+/// Registers fork handlers with `pthread_atfork`: 0, or its error number (`ENOMEM`).
+/// Without `fork` (not Unix, or Miri) this registers nothing and returns 0.
+#[cfg_attr(any(not(unix), miri), allow(unused_variables))]
+pub(crate) fn register_atfork(prepare: Handler, parent: Handler, child: Handler) -> i32 {
+    #[cfg(all(unix, not(miri)))]
+    // SAFETY: the handlers are argument-less `extern "C"` functions that live for the whole
+    // program; their own contracts make them safe in a forked child.
+    return unsafe { libc::pthread_atfork(Some(prepare), Some(parent), Some(child)) };
+    #[cfg(any(not(unix), miri))]
+    return 0;
 }

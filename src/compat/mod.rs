@@ -65,8 +65,9 @@ mod getrandom_backend;
 mod rand_core_010;
 #[cfg(feature = "rand_core_0_6")]
 mod rand_core_06;
+// `rand_core` 0.9's blanket implementations add `TryRngCore` and `TryCryptoRng`.
 #[cfg(feature = "rand_core_0_9")]
-mod rand_core_09;
+rand_core_impls!(rand_core_09, {}, {});
 #[cfg(feature = "rustls")]
 pub(crate) mod rustls;
 #[cfg(feature = "std")]

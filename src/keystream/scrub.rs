@@ -55,9 +55,9 @@ fn scrub_stack() {
 cpufeatures::new!(cpuid_avx, "avx");
 
 /// Clears the vector registers (all 32 and the mask registers with AVX-512F, the 16 AVX
-/// registers whole with AVX, else the 16 SSE registers) and the caller-saved general
-/// registers, which the computation may have left holding key-derived words. Each block
-/// declares the C ABI's caller-saved registers clobbered, a superset of what it writes.
+/// registers whole with AVX (`vzeroall`), else the 16 SSE registers) and the caller-saved
+/// general registers, which the computation may have left holding key-derived words. Each
+/// block declares the C ABI's caller-saved registers clobbered, a superset of what it writes.
 #[cfg(all(target_arch = "x86_64", not(miri)))]
 #[inline(always)]
 fn clear_registers() {
@@ -67,7 +67,11 @@ fn clear_registers() {
         if super::avx512::detected() {
             clear_zmm();
         } else if cpuid_avx::get() {
-            clear_ymm();
+            core::arch::asm!(
+                "vzeroall",
+                clobber_abi("C"),
+                options(nomem, nostack, preserves_flags)
+            );
         } else {
             core::arch::asm!(
                 "pxor xmm0, xmm0\npxor xmm1, xmm1\npxor xmm2, xmm2\npxor xmm3, xmm3",
@@ -111,24 +115,6 @@ unsafe fn clear_zmm() {
             "vzeroall",
             clobber_abi("C"),
             options(nomem, nostack, preserves_flags),
-        );
-    }
-}
-
-/// Clears the 16 AVX registers whole.
-///
-/// # Safety
-/// Only on a CPU with AVX.
-#[cfg(all(target_arch = "x86_64", not(miri)))]
-#[target_feature(enable = "avx")]
-#[inline]
-unsafe fn clear_ymm() {
-    // SAFETY: AVX is present (the caller's contract); caller-saved registers only.
-    unsafe {
-        core::arch::asm!(
-            "vzeroall",
-            clobber_abi("C"),
-            options(nomem, nostack, preserves_flags)
         );
     }
 }

@@ -4,8 +4,8 @@
 //! both reseed before their next output. PIDs are never used: they are reused.
 
 use crate::error::Error;
-use crate::os::atfork::{self, Handler};
 use crate::os::pages::{self, HONOURED, NOT_HONOURED};
+use crate::os::{self, Handler};
 use Ordering::{Acquire, Relaxed, Release};
 use core::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, Ordering};
 
@@ -80,7 +80,7 @@ pub(crate) fn register_atfork(child: Handler) -> Result<(), Error> {
     if HANDLERS.load(Acquire) == HANDLERS_REGISTERED {
         return Ok(());
     }
-    let register = || atfork::register(atfork_prepare, atfork_parent, child);
+    let register = || os::register_atfork(atfork_prepare, atfork_parent, child);
     register_with(&HANDLERS, register)
 }
 

@@ -7,29 +7,16 @@ use crate::lifecycle::seed::{Entropy, Os, mix_fresh_seed};
 use crate::lifecycle::{fork, snapshot};
 use zeroize::Zeroize;
 
-/// Why a read was served by a one-off OS-keyed generator instead of the thread's state.
-#[derive(Clone, Copy)]
-pub(crate) enum OneOff {
-    /// The read interrupted another read on the same thread (a signal handler).
-    Interrupted,
-    /// The thread has no state: released at thread exit, being set up, or no memory for it.
-    Unavailable,
-    /// A `fork` is under way (another library's fork handler reads): the child inherits the state.
-    ForkUnderWay,
-}
-
-/// Bytes for a read that cannot use the thread's state, for the reason `why`.
+/// Bytes for a read that cannot use the thread's state, counted as `why`: it interrupted a read
+/// on the same thread (a signal handler), the thread has no state (released at thread exit,
+/// being set up, no memory), or a `fork` is under way (the child inherits the state).
 #[cold]
 #[inline(never)]
-pub(crate) fn one_off_fill(dest: &mut [u8], why: OneOff) -> Result<(), Error> {
+pub(crate) fn one_off_fill(dest: &mut [u8], why: crate::probe::Event) -> Result<(), Error> {
     if dest.is_empty() {
         return Ok(());
     }
-    crate::probe::count(match why {
-        OneOff::Interrupted => crate::probe::Event::OneOffInterrupted,
-        OneOff::Unavailable => crate::probe::Event::OneOffUnavailable,
-        OneOff::ForkUnderWay => crate::probe::Event::OneOffForkUnderWay,
-    });
+    crate::probe::count(why);
     // The generator is on the stack: a handler's fork or a restore during it gives two
     // processes its bytes, so they are discarded and the read made again. The fork count is
     // compared, not the epoch, which `reseed_all` also moves. (A raw `clone` is not seen.)
@@ -52,8 +39,7 @@ fn one_off_once(dest: &mut [u8]) -> Result<(), Error> {
     let mut one_off = FkeState::new([0; KEY_LEN]);
     // On error the state is still all zero: nothing to wipe.
     mix_fresh_seed(&mut one_off, false, |s| Os.seed(s))?;
-    let done: Result<(), core::convert::Infallible> = one_off.fill_with(dest, |_, _| Ok(()));
-    let Ok(()) = done;
+    let Ok(()) = one_off.fill_with(dest, |_, _| Ok::<(), core::convert::Infallible>(()));
     one_off.wipe();
     Ok(())
 }

@@ -53,35 +53,28 @@ pub(crate) enum Unusable {
     not(miri)
 ))]
 pub(crate) fn map(path: &std::path::Path) -> Result<Region, Unusable> {
-    use core::ptr::null_mut;
-    use std::{ffi::CString, os::unix::ffi::OsStrExt};
-    let errno = || std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
-    let c_path = CString::new(path.as_os_str().as_bytes()).map_err(|_| Unusable::Open(0))?;
+    use std::os::fd::AsRawFd;
+    let errno = |e: std::io::Error| e.raw_os_error().unwrap_or(0);
     let page = super::pages::linux::page_size();
-    // SAFETY: `c_path` is a NUL-terminated string; the result is checked.
-    let fd = unsafe { libc::open(c_path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
-    if fd < 0 {
-        return Err(Unusable::Open(errno()));
-    }
+    // Closed on return; a mapping stays valid without it.
+    let file = std::fs::File::open(path).map_err(|e| Unusable::Open(errno(e)))?;
+    let fd = file.as_raw_fd();
     // SAFETY: an all-zero `stat` is a valid value to be overwritten.
     let mut st: libc::stat = unsafe { core::mem::zeroed() };
     // SAFETY: `fd` is open; `st` is writable.
     let stat_ok = unsafe { libc::fstat(fd, &mut st) } == 0;
     let kind = st.st_mode & libc::S_IFMT;
     let big_enough = usize::try_from(st.st_size).unwrap_or(0) >= page;
-    let is_page = stat_ok && (kind == libc::S_IFCHR || (kind == libc::S_IFREG && big_enough));
+    if !(stat_ok && (kind == libc::S_IFCHR || (kind == libc::S_IFREG && big_enough))) {
+        return Err(Unusable::NotAPage);
+    }
     let (prot, flags) = (libc::PROT_READ, libc::MAP_SHARED);
     // SAFETY: a new read-only shared mapping of one page at offset 0 of an open file, with
     // no address hint; the result is checked against MAP_FAILED.
-    let addr = is_page.then(|| unsafe { libc::mmap(null_mut(), page, prot, flags, fd, 0) });
-    let map_errno = errno();
-    // SAFETY: closes the descriptor opened above, once; a mapping stays valid without it.
-    unsafe { libc::close(fd) };
-    let addr = match addr {
-        None => return Err(Unusable::NotAPage),
-        Some(addr) if addr == libc::MAP_FAILED => return Err(Unusable::Map(map_errno)),
-        Some(addr) => addr,
-    };
+    let addr = unsafe { libc::mmap(core::ptr::null_mut(), page, prot, flags, fd, 0) };
+    if addr == libc::MAP_FAILED {
+        return Err(Unusable::Map(errno(std::io::Error::last_os_error())));
+    }
     let region = Region(addr.cast::<u8>().cast_const());
     let valid = region.validate();
     if valid.is_err() {

@@ -10,7 +10,7 @@ mod state;
 mod tests;
 
 use crate::error::Error;
-use crate::lifecycle::one_off::{OneOff, one_off_fill};
+use crate::lifecycle::one_off::one_off_fill;
 use crate::lifecycle::{fork, reseed::Monotonic, seed::Os};
 use crate::os::pages::Advice;
 use crate::pool::{Lease, StatePool};
@@ -118,7 +118,7 @@ pub(crate) fn try_fill(dest: &mut [u8]) -> Result<(), Error> {
     // stays mapped until `OWNER`'s destructor resets the thread-local first.
     match unsafe { enter(p, |st| st.fill(dest)) } {
         Some(result) => result,
-        None => one_off_fill(dest, OneOff::Interrupted),
+        None => one_off_fill(dest, crate::probe::Event::OneOffInterrupted),
     }
 }
 
@@ -184,7 +184,7 @@ fn fill_without_state(p: *mut ThreadState, dest: &mut [u8]) -> Result<(), Error>
     if p.is_null() && set_up(register_atfork, &STATES)?.is_some() {
         return try_fill(dest);
     }
-    one_off_fill(dest, OneOff::Unavailable)
+    one_off_fill(dest, crate::probe::Event::OneOffUnavailable)
 }
 
 /// Registers the fork handlers (`register`), then leases this thread's slot from `pool`.

@@ -3,7 +3,7 @@
 
 use crate::error::Error;
 use crate::generator::FkeState;
-use crate::lifecycle::one_off::{OneOff, one_off_fill};
+use crate::lifecycle::one_off::one_off_fill;
 use crate::lifecycle::reseed::{Clock, Lifecycle, Monotonic};
 use crate::lifecycle::seed::{Entropy, Os, mix_fresh_seed};
 use crate::lifecycle::{fork, snapshot};
@@ -88,7 +88,7 @@ impl ThreadState {
             dest.zeroize();
             crate::probe::count(crate::probe::Event::DiscardedRead);
         }
-        one_off_fill(dest, OneOff::Interrupted)
+        one_off_fill(dest, crate::probe::Event::OneOffInterrupted)
     }
 
     /// One try of [`Self::fill_slow`]: (re)seeds when needed, then fills. `Ok(true)` when
@@ -105,7 +105,7 @@ impl ThreadState {
             if fork::fork_under_way() {
                 // A fork handler's read (fkrng's prepare handler moved the epoch): the
                 // child inherits this state, so it is neither reseeded nor read now.
-                return one_off_fill(dest, OneOff::ForkUnderWay).map(|()| false);
+                return one_off_fill(dest, crate::probe::Event::OneOffForkUnderWay).map(|()| false);
             }
             // Strict: no output from an unseeded, inherited or restored key.
             self.reseed(os, clock)?;
