@@ -38,8 +38,7 @@ impl FkeState {
         self.avail
     }
 
-    /// Copies `dest.len()` bytes from the buffer and zeroes them there. The caller
-    /// guarantees `dest.len() <= self.avail`.
+    /// Copies `dest.len()` bytes out of the buffer, zeroed there (caller: `dest.len() <= avail`).
     #[inline(always)]
     pub(crate) fn serve(&mut self, dest: &mut [u8]) {
         // Read once: a signal handler interrupting the copy may `clone` a child whose state is
@@ -235,9 +234,8 @@ impl fmt::Debug for FkeRng {
     }
 }
 
-/// Moves `src` into `dest` and zeroes `src` with two overlapping fixed-width chunks (head and
-/// tail), not `memcpy` and `memset` calls (docs/DESIGN.md, "Speed"). The caller guarantees
-/// `dest.len() == src.len() <= 64`.
+/// Moves `src` into `dest` (`dest.len() == src.len() <= 64`) and zeroes it with two overlapping
+/// fixed-width chunks (head and tail), not `memcpy` and `memset` calls (docs/DESIGN.md, "Speed").
 #[inline(always)]
 fn take_small(dest: &mut [u8], src: &mut [u8]) {
     /// Moves and zeroes the first and the last `W` bytes of `src` (`W <= n <= 2 W`).

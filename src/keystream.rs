@@ -1,10 +1,7 @@
 //! ChaCha20 keystream for refills and direct fills: D. J. Bernstein's original ChaCha20 (RFC
-//! 8439's block function, 64-bit block counter in words 12-13, 64-bit nonce in words 14-15,
-//! here zero). On x86-64 fkrng's AVX-512, AVX2 and SSE2 kernels, chosen at run time
-//! (`keystream/dispatch.rs`), compute whole passes, and the `chacha20` crate what they leave
-//! (a few blocks, or blocks past a carry into the counter's high word); elsewhere the crate
-//! computes it all. Builds with debug assertions or at opt-level 0 and no pin use
-//! `keystream/small_stack.rs`. Every path gives the same bytes (`tests/kat.rs`, unit tests).
+//! 8439's block function, 64-bit block counter in words 12-13, zero 64-bit nonce in words
+//! 14-15): whole passes from the kernels of the row `keystream/dispatch.rs` selects, the rest
+//! from the `chacha20` crate. Every path gives the same bytes (`tests/kat.rs`, unit tests).
 //!
 //! Invariant: every key-derived value lives in registers or in the frames of a never-inlined
 //! `*_below` callee, below its caller, which holds no key word; [`scrub::below`] clears the
@@ -82,9 +79,8 @@ fn direct_fill_unscrubbed(blocks: &mut [Block; 16], rest: &mut [u8]) {
     }
 }
 
-/// [`direct_fill_in_place`] where `rest` ends one block past whole passes, unscrubbed:
-/// whole passes for all blocks but the last, which rides along the refill into a scratch
-/// block that is wiped afterwards.
+/// [`direct_fill_in_place`] one block past whole passes, unscrubbed: whole passes for all
+/// blocks but the last, which rides along the refill into a scratch block wiped afterwards.
 #[inline(never)]
 fn direct_fill_with_rider_below(
     kernel: dispatch::RiderKernel,
@@ -107,14 +103,11 @@ fn direct_fill_with_rider_below(
     words.zeroize();
 }
 
-/// Writes the keystream from the start of block `counter` into `out`, any number of bytes,
-/// where the widest kernel's passes are `N` blocks (eight on rows without kernels): whole
-/// passes straight into `out`, the rest through a scratch array of one pass, wiped
-/// afterwards, filled by the tail kernel up to eight blocks, else by a pass of `N` blocks
-/// if more than two are needed (one AVX2 pass where `N` is 8, one SSE2 pass where it is 4,
-/// the crate on rows without kernels), else with just those blocks (from the crate): the
-/// break-even in docs/BENCHMARKS.md. One frame, sixteen blocks of scratch only on the
-/// AVX-512 row, so that every path stays within the scrub. Unscrubbed ([`scrub::below`]).
+/// Writes the keystream from block `counter` into `out` (any length), where the widest passes
+/// are `N` blocks (8 on rows without kernels): whole passes straight into `out`, the rest via
+/// one pass of scratch, wiped afterwards, from the tail kernel (up to 8 blocks), else one pass
+/// of `N` if more than 2 blocks are needed, else the crate (break-even: docs/BENCHMARKS.md).
+/// One frame, so that every path stays within the scrub. Unscrubbed ([`scrub::below`]).
 #[inline(never)]
 fn write_bytes_below<const N: usize>(key: &[u8; KEY_LEN], counter: u64, out: &mut [u8]) {
     if small_stack::IN_USE {

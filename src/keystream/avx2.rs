@@ -1,6 +1,5 @@
 //! The eight-block AVX2 pass kernel: word `i` of blocks `n..n + 8` in one 256-bit register,
-//! so the rounds are lane-wise adds, xors and rotations, and one transposition at the end
-//! stores the blocks.
+//! so the rounds are lane-wise adds, xors and rotations; one transposition stores the blocks.
 
 use super::rider::Rider;
 use super::{Block, SIGMA};

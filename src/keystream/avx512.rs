@@ -59,13 +59,11 @@ fn gather_quarter(x: &[__m512i; 16], w: usize) -> [__m512i; 4] {
     ]
 }
 
-/// Transposes the 128-bit lanes of four registers: lane `j` of result `i` is lane `i` of
-/// `r[j]`.
+/// Transposes the 128-bit lanes of four registers: lane `j` of result `i` is lane `i` of `r[j]`.
 #[target_feature(enable = "avx512f")]
 #[inline]
 fn transpose_lanes(r: [__m512i; 4]) -> [__m512i; 4] {
-    // ab01 = [r0.0, r0.1, r1.0, r1.1], ab23 = [r0.2, r0.3, r1.2, r1.3], cd01 and cd23 the
-    // same of r2 and r3.
+    // ab01 = [r0.0, r0.1, r1.0, r1.1], ab23 = [r0.2, r0.3, r1.2, r1.3]; cd01, cd23 of r2, r3.
     let ab01 = _mm512_shuffle_i32x4::<0x44>(r[0], r[1]);
     let ab23 = _mm512_shuffle_i32x4::<0xee>(r[0], r[1]);
     let cd01 = _mm512_shuffle_i32x4::<0x44>(r[2], r[3]);

@@ -103,8 +103,7 @@ const TABLE: &[Row] = &[
 ];
 #[cfg(not(target_arch = "x86_64"))]
 const TABLE: &[Row] = &[row(KeystreamPath::Portable, &[])];
-/// `small_stack.rs` computes refills and byte fills; direct calls of `write_blocks` take the
-/// crate.
+/// `small_stack.rs` computes refills and byte fills; direct `write_blocks` calls take the crate.
 const SMALL_STACK: Row = row(KeystreamPath::SmallStack, &[]);
 
 const fn row(path: KeystreamPath, passes: &'static [PassKernel]) -> Row {

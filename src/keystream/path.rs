@@ -11,8 +11,7 @@ pub enum KeystreamPath {
     /// fkrng's 16-block (1 KiB) AVX-512 pass kernel, on x86-64 CPUs with AVX-512F, with its
     /// 8-block AVX2 pass kernel and 8-block AVX-512 tail kernel for what whole passes leave.
     Avx512,
-    /// fkrng's 8-block (512-byte) AVX2 pass kernel, on x86-64 CPUs with AVX2 but not
-    /// AVX-512F.
+    /// fkrng's 8-block (512-byte) AVX2 pass kernel, on x86-64 CPUs with AVX2 but not AVX-512F.
     Avx2,
     /// On x86-64 CPUs without AVX2, fkrng's 4-block (256-byte) SSE2 pass kernel, with the
     /// `chacha20` crate for what whole passes leave; on other targets the crate alone, with

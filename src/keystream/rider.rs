@@ -1,8 +1,7 @@
 //! One ChaCha20 block in general-purpose registers riding along a vector pass, its quarter
-//! rounds between the pass's on integer ports the vector code leaves idle: a direct fill
-//! with one block past whole passes (993 to 1,056 bytes, every power of two from 1 KiB)
-//! computes it with its refill, not in a kernel call of its own (about half a refill).
-//! Words that do not fit the registers spill into the kernel's frame, which is scrubbed.
+//! rounds between the pass's on integer ports the vector code leaves idle: a direct fill one
+//! block past whole passes (993 to 1,056 bytes, every power of two from 1 KiB) computes it
+//! with its refill. Words that do not fit the registers spill into the scrubbed frame.
 
 use super::{Block, SIGMA};
 use zeroize::Zeroize;

@@ -1,17 +1,12 @@
-//! Erasing what a keystream computation leaves behind, on every path and profile.
-//!
-//! Contract: [`below`] runs a computation that holds every key-derived value in registers
-//! and in the frames of a never-inlined callee (below the caller's stack pointer). When it
-//! returns, the vector and caller-saved general registers are cleared (x86-64, AArch64),
-//! then [`SCRUB_BYTES`] of stack below the caller are zeroed through a local array of a
-//! frame of its own: only within the depth a keystream computation of this build needs on
-//! whatever stack it runs, nothing anywhere else, and nothing is registered with the OS.
-//! Registers saved in a signal frame during the computation are not reached
-//! (docs/SECURITY.md).
+//! Erasing what a keystream computation leaves behind, on every path and profile. Contract:
+//! once the computation [`below`] runs returns (its key-derived values held in registers and
+//! in never-inlined callees' frames below the caller), the vector and caller-saved general
+//! registers are cleared (x86-64, AArch64) and [`SCRUB_BYTES`] below the caller zeroed, in a
+//! frame of its own; nothing else is touched or registered with the OS. Registers saved in a
+//! signal frame meanwhile are not reached (docs/SECURITY.md).
 
 /// Bytes of stack zeroed below the caller: at least the deepest a computation of this build
-/// reaches on any path (`scrub_covers_the_deepest_keystream_frame`; figures per level in
-/// docs/SECURITY.md); 6144 for opt-level 1, `s` and `z`, and pinned unoptimised builds.
+/// reaches on any path (`scrub_covers_the_deepest_keystream_frame`; docs/SECURITY.md).
 pub(super) const SCRUB_BYTES: usize = if super::small_stack::IN_USE {
     3584
 } else if cfg!(all(

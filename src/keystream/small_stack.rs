@@ -1,7 +1,6 @@
-//! ChaCha20 one block at a time in plain Rust, the keystream code of builds with debug
-//! assertions or at opt-level 0 (unless a path is pinned): unoptimised, it keeps one 16-word
-//! input and one working state, and so needs little stack where SIMD code would need more
-//! than a 16 KiB thread has (figures in docs/SECURITY.md).
+//! ChaCha20 one block at a time in plain Rust ([`IN_USE`]): unoptimised, it keeps one 16-word
+//! input and one working state, so it needs little stack where SIMD code would need more than
+//! a 16 KiB thread has (docs/SECURITY.md).
 
 use super::{BLOCK_LEN, KEY_LEN, SIGMA};
 

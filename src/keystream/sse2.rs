@@ -1,6 +1,5 @@
-//! The four-block SSE2 pass kernel, the portable path's on x86-64 (SSE2 is part of every
-//! x86-64 CPU): word `i` of blocks `n..n + 4` in one 128-bit register, as in `avx2.rs`, so
-//! that a rider's rounds can interleave with the pass's, which the crate's code cannot take.
+//! The portable path's four-block SSE2 pass kernel on x86-64: word `i` of blocks `n..n + 4` in
+//! one 128-bit register, as in `avx2.rs`, so that a rider's rounds interleave with the pass's.
 
 use super::rider::Rider;
 use super::{Block, SIGMA};
@@ -36,8 +35,7 @@ fn quarter(x: &mut [__m128i; 16], [a, b, c, d]: [usize; 4]) {
     x[b] = rotl::<7, 25>(_mm_xor_si128(x[b], x[c]));
 }
 
-/// Transposes words `w..w + 4` of the four blocks in `x` into bytes `4 * w..4 * w + 16` of
-/// each block of `out`.
+/// Transposes words `w..w + 4` of the four blocks into bytes `4 * w..` of each block of `out`.
 #[target_feature(enable = "sse2")]
 #[inline]
 fn store_quarter(x: &[__m128i; 16], w: usize, out: &mut [Block]) {

@@ -42,9 +42,8 @@ pub(crate) struct Lifecycle {
 }
 
 impl Lifecycle {
-    /// Whether a reseed is due: the byte budget is spent, 60 seconds have passed, or the
-    /// monotonic clock reads earlier than at the last seed (a checkpoint restored on another
-    /// host, where the state may exist twice).
+    /// Whether a reseed is due: the byte budget is spent, 60 seconds have passed, or the clock
+    /// reads earlier than at the last seed (a checkpoint restored on another host: maybe twice).
     pub(crate) fn due(&self, now_ns: u64) -> bool {
         self.produced >= self.budget
             || now_ns < self.seeded_at_ns

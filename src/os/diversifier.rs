@@ -6,9 +6,8 @@ use crate::generator::KEY_LEN;
 #[cfg(test)]
 pub(crate) use tests::LAST;
 
-/// Writes `D` into `d`: the cycle counter (bytes 0..8) and clocks (8..16); with `cpu_rng`
-/// (about 1 µs: restore and `reseed_all` reseeds only) three words of the CPU's generator
-/// XORed over bytes 8..32, each zero where the CPU has none or it kept failing.
+/// Writes `D` into `d`: cycle counter (bytes 0..8) and clocks (8..16); with `cpu_rng` (restore and
+/// `reseed_all` reseeds) three CPU generator words XORed over 8..32, each zero if none or failing.
 pub(crate) fn diversifier(d: &mut [u8; KEY_LEN], cpu_rng: bool) {
     d.fill(0);
     d[..8].copy_from_slice(&cycle_counter().to_le_bytes());
