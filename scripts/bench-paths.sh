@@ -3,7 +3,7 @@
 # fill and int groups of benches/compare.rs (fkrng and rand::rng() only) from two builds
 # pinned to fkrng's AVX2 and AVX-512 kernels (--cfg fkrng_keystream="avx2"|"avx512"), and
 # `openssl speed -evp chacha20` with and without OpenSSL's AVX-512 code (OPENSSL_ia32cap
-# masks the AVX-512F bit): the cipher's ceiling at each width. `rand::rng()` (ChaCha12 in the
+# masks the AVX-512F and AVX-512VL bits): the cipher's ceiling at each width. `rand::rng()` (ChaCha12 in the
 # chacha20 crate, which has no AVX-512 code for its RNG) runs its AVX2 code in both builds,
 # so the AVX2 columns are what an AVX2-only CPU of this kind sees. Prints a Markdown table
 # (docs/BENCHMARKS.md, "AVX2 beside AVX-512", holds the committed one).
@@ -39,8 +39,9 @@ openssl_line() {
 }
 openssl_avx2=- openssl_avx512=-
 if [[ $quick == no && $report == no ]] && command -v openssl >/dev/null; then
-  # Bit 16 of the third word (CPUID leaf 7 EBX) is AVX-512F.
-  openssl_avx2=$(openssl_line OPENSSL_ia32cap=":~0x10000")
+  # The third word is CPUID leaf 7 EBX: bit 16 is AVX-512F, bit 31 AVX-512VL; with only the
+  # first masked, OpenSSL still runs its AVX-512VL code.
+  openssl_avx2=$(openssl_line OPENSSL_ia32cap=":~0x80010000")
   openssl_avx512=$(openssl_line)
 fi
 

@@ -613,7 +613,7 @@ def sweep_tables(sw, openssl, info):
     if openssl:
         parts = [f"{fmt_rate(openssl['full'])} as it comes" if "full" in openssl else None,
                  f"{fmt_rate(openssl['no-avx512'])} with its AVX-512 code masked off "
-                 "(`OPENSSL_ia32cap=\":~0x10000\"`)" if "no-avx512" in openssl else None]
+                 "(`OPENSSL_ia32cap=\":~0x80010000\"`, AVX-512F and AVX-512VL)" if "no-avx512" in openssl else None]
         version = info.get("openssl", "OpenSSL").split(" (")[0]
         lines += ["", f"`openssl speed -evp chacha20` ({version}), best "
                   "figure of three runs over its block sizes: "
