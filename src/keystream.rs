@@ -23,8 +23,8 @@ pub(crate) type Block = [u8; BLOCK_LEN];
 /// "expand 32-byte k" as four little-endian words (RFC 8439, section 2.3).
 const SIGMA: [u32; 4] = [0x6170_7865, 0x3320_646e, 0x7962_2d32, 0x6b20_6574];
 
-/// Blocks per tail, the part of a byte fill that whole passes leave (8, 512 bytes): the
-/// AVX-512 tail kernel's output and one AVX2 pass.
+/// Blocks of scratch for the part of a byte fill that whole passes leave on rows without
+/// pass kernels (8, 512 bytes: one AVX2 pass).
 const TAIL_BLOCKS: usize = 8;
 
 /// The key held in the first 32 bytes of a block.
@@ -56,7 +56,67 @@ pub(crate) fn write_blocks(key: &[u8; KEY_LEN], counter: u64, out: &mut [Block])
 /// of the widest kernel leave one block (`keystream/rider.rs`).
 #[inline]
 pub(crate) fn direct_fill_in_place(blocks: &mut [Block; 16], rest: &mut [u8]) {
-    scrub::below(|| direct_fill_unscrubbed(blocks, rest));
+    match dispatch::selected().kernel {
+        Some(kernel) => direct_fill_with_kernel(kernel.keystream, blocks, rest),
+        None => scrub::below(|| direct_fill_unscrubbed(blocks, rest)),
+    }
+}
+
+/// [`direct_fill_in_place`] with an assembly kernel, which leaves nothing to scrub: the
+/// whole blocks of `rest` straight from the kernel, except that a last partial block and the
+/// blocks of its pass (if they fit) go through blocks 1..16 of `blocks`, which the refill
+/// then overwrites. No key word is copied: the kernel reads the key from `blocks`.
+fn direct_fill_with_kernel(
+    keystream: dispatch::Keystream,
+    blocks: &mut [Block; 16],
+    rest: &mut [u8],
+) {
+    const LANES: usize = 16; // the widest kernel's pass: `avx512::LANES`
+    let (whole, part) = (rest.len() / BLOCK_LEN, rest.len() % BLOCK_LEN);
+    // Blocks 1..16 hold 15 blocks: a last pass of 16 takes its partial block alone.
+    let scratch = match whole % LANES {
+        _ if part == 0 => 0,
+        15 => 1,
+        last_pass => last_pass + 1,
+    };
+    let direct = whole + usize::from(part > 0) - scratch;
+    let state = blocks.as_mut_ptr().cast::<u8>();
+    // SAFETY: the kernel is the selected row's, which this CPU has (`selected` panics on a
+    // pin to a row it lacks); `state` is 1024 bytes with the key first, `rest` holds
+    // `direct` blocks and blocks 1..16 of the state hold `scratch` <= 15 blocks.
+    unsafe {
+        if direct > 0 {
+            run(keystream, state, 16, rest.as_mut_ptr(), direct);
+        }
+        if scratch > 0 {
+            run(
+                keystream,
+                state,
+                16 + direct as u64,
+                state.add(BLOCK_LEN),
+                scratch,
+            );
+        }
+    }
+    let from = direct * BLOCK_LEN;
+    let n = rest.len() - from;
+    rest[from..].copy_from_slice(&blocks.as_flattened()[BLOCK_LEN..BLOCK_LEN + n]);
+    // SAFETY: as above; the refill's output starts at its key.
+    unsafe { run(keystream, state, 0, state, 16) };
+}
+
+/// Calls an assembly kernel (counted in the unit tests). Safety: as the kernel's.
+#[inline(always)]
+unsafe fn run(
+    keystream: dispatch::Keystream,
+    key: *const u8,
+    counter: u64,
+    out: *mut u8,
+    n: usize,
+) {
+    // SAFETY: the caller's contract.
+    unsafe { keystream(key, counter, out, n) };
+    crate::probe::kernel_call(0);
 }
 
 /// [`direct_fill_in_place`] unscrubbed. Inlined, so that the choice is made in the
@@ -70,7 +130,6 @@ fn direct_fill_unscrubbed(blocks: &mut [Block; 16], rest: &mut [u8]) {
         Some(kernel) => direct_fill_with_rider_below(kernel, blocks, rest),
         None => {
             match lanes {
-                16 => write_bytes_below::<16>(key_of(&blocks[0]), 16, rest),
                 4 => write_bytes_below::<4>(key_of(&blocks[0]), 16, rest),
                 _ => write_bytes_below::<TAIL_BLOCKS>(key_of(&blocks[0]), 16, rest),
             }
@@ -105,12 +164,11 @@ fn direct_fill_with_rider_below(
 
 /// Writes the keystream from block `counter` into `out` (any length), where the widest passes
 /// are `N` blocks (8 on rows without kernels): whole passes straight into `out`, the rest via
-/// one pass of scratch, wiped afterwards, from the tail kernel (up to 8 blocks), else one pass
-/// of `N` if more than 2 blocks are needed, else the crate (break-even: docs/BENCHMARKS.md).
+/// one pass of scratch, wiped afterwards: one pass of `N` if more than 2 blocks are needed, else the crate (break-even: docs/BENCHMARKS.md).
 /// One frame, so that every path stays within the scrub. Unscrubbed ([`scrub::below`]).
 #[inline(never)]
 fn write_bytes_below<const N: usize>(key: &[u8; KEY_LEN], counter: u64, out: &mut [u8]) {
-    if small_stack::IN_USE {
+    if dispatch::selected().path == KeystreamPath::SmallStack {
         small_stack::write(key, counter, out);
         return;
     }
@@ -122,26 +180,10 @@ fn write_bytes_below<const N: usize>(key: &[u8; KEY_LEN], counter: u64, out: &mu
         return;
     }
     let counter = counter.wrapping_add(whole as u64);
-    let row = dispatch::selected();
     let mut scratch = [[0u8; BLOCK_LEN]; N];
     let needed = rest.len().div_ceil(BLOCK_LEN);
-    let computed = match row.tail {
-        Some(tail) if needed <= TAIL_BLOCKS => {
-            let mut words = dispatch::key_words(key);
-            let eight = scratch.first_chunk_mut().expect("at least eight blocks");
-            // SAFETY: the tail kernel is the selected row's, which this CPU has (`selected`
-            // panics on a pin to a row it lacks).
-            unsafe { tail(&words, counter, eight) };
-            words.zeroize();
-            crate::probe::kernel_call(2);
-            TAIL_BLOCKS
-        }
-        _ => {
-            let computed = if needed > 2 { N } else { needed };
-            write_blocks(key, counter, &mut scratch[..computed]);
-            computed
-        }
-    };
+    let computed = if needed > 2 { N } else { needed };
+    write_blocks(key, counter, &mut scratch[..computed]);
     rest.copy_from_slice(&scratch.as_flattened()[..rest.len()]);
     scratch[..computed].as_flattened_mut().zeroize();
 }
@@ -150,13 +192,20 @@ fn write_bytes_below<const N: usize>(key: &[u8; KEY_LEN], counter: u64, out: &mu
 /// `blocks`, in a scrubbed callee ([`scrub::below`]).
 #[inline]
 pub(crate) fn refill_in_place(blocks: &mut [Block; 16]) {
+    if let Some(kernel) = dispatch::selected().kernel {
+        let state = blocks.as_mut_ptr().cast::<u8>();
+        // SAFETY: the kernel is the selected row's, which this CPU has; `state` is 1024
+        // bytes with the key first, and the kernel's output may start at its key.
+        unsafe { run(kernel.keystream, state, 0, state, 16) };
+        return;
+    }
     scrub::below(|| refill_below(blocks));
 }
 
 /// [`refill_in_place`] unscrubbed.
 #[inline(never)]
 fn refill_below(blocks: &mut [Block; 16]) {
-    if small_stack::IN_USE {
+    if dispatch::selected().path == KeystreamPath::SmallStack {
         let mut key = *key_of(&blocks[0]);
         small_stack::write(&key, 0, blocks.as_flattened_mut());
         key.zeroize();

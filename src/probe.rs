@@ -69,8 +69,8 @@ pub(crate) fn at(point: Point) {
     let _ = point;
 }
 
-/// Counts a call of keystream kernel `which` on this thread (0: 16 blocks, 1: 8 or 4, 2: tail,
-/// 3: refill with a rider; tests).
+/// Counts a call of keystream kernel `which` on this thread (0: an assembly kernel, 1: an 8- or
+/// 4-block pass, 3: a refill with a rider; tests).
 #[inline(always)]
 pub(crate) fn kernel_call(which: usize) {
     #[cfg(test)]

@@ -3,7 +3,7 @@
 //! from `cpufeatures` (CPUID and XGETBV, cached), which needs no `std`.
 
 use super::path::{KeystreamPath, PINNED};
-use super::{Block, KEY_LEN, TAIL_BLOCKS};
+use super::{Block, KEY_LEN};
 #[cfg(target_arch = "x86_64")]
 use super::{avx2, avx512, sse2};
 
@@ -31,15 +31,31 @@ impl PassKernel {
     }
 }
 
-/// A tail kernel: [`TAIL_BLOCKS`] blocks from any 64-bit counter (wrapping at 2^64). Safety:
-/// only where the row that names it is [`selected`].
-pub(super) type TailKernel =
-    unsafe fn(key: &[u32; 8], counter: u64, out: &mut [Block; TAIL_BLOCKS]);
-
 /// A refill with one more block riding along (`keystream/rider.rs`): blocks 0..16 into the
-/// refill and block `counter` into the last argument. Safety: as [`TailKernel`].
+/// refill and block `counter` into the last argument. Safety: only where the row that names
+/// it is [`selected`].
 pub(super) type RiderKernel =
     unsafe fn(key: &[u32; 8], refill: &mut [Block; 16], counter: u64, extra: &mut Block);
+
+/// A kernel in assembly that computes every refill and direct fill of its row and writes
+/// nothing but registers and its output (the contract of `avx512::keystream`), so its row
+/// needs no scrub.
+#[derive(Clone, Copy)]
+pub(super) struct AsmKernel {
+    /// Whether this CPU has the kernel's instruction set.
+    detected: fn() -> bool,
+    /// Writes keystream blocks `counter .. counter + blocks` under the key at the first
+    /// pointer to the second. Safety: as `avx512::keystream`.
+    pub(super) keystream: Keystream,
+}
+
+/// The signature of an [`AsmKernel`]'s function.
+#[cfg(target_arch = "x86_64")]
+pub(super) type Keystream =
+    unsafe extern "sysv64" fn(key: *const u8, counter: u64, out: *mut u8, blocks: usize);
+#[cfg(not(target_arch = "x86_64"))]
+pub(super) type Keystream =
+    unsafe extern "C" fn(key: *const u8, counter: u64, out: *mut u8, blocks: usize);
 
 /// One keystream path's row of the table.
 pub(super) struct Row {
@@ -48,25 +64,21 @@ pub(super) struct Row {
     /// Widest first, each covering what it can of what the one before left (the crate does
     /// the rest). The CPU can take the path if it has the first.
     pub(super) passes: &'static [PassKernel],
-    /// For what the passes leave of a byte fill (`write_bytes_below`).
-    pub(super) tail: Option<TailKernel>,
     /// For a direct fill with one block past whole passes (`direct_fill_with_rider_below`).
     pub(super) rider: Option<RiderKernel>,
+    /// Where set, computes every refill and direct fill of this row (the fields above unused).
+    pub(super) kernel: Option<AsmKernel>,
 }
 
 impl Row {
     #[inline(always)]
     fn detected(&self) -> bool {
-        self.passes.first().is_none_or(|kernel| (kernel.detected)())
+        match self.kernel {
+            Some(kernel) => (kernel.detected)(),
+            None => self.passes.first().is_none_or(|kernel| (kernel.detected)()),
+        }
     }
 }
-
-#[cfg(target_arch = "x86_64")]
-pub(super) const AVX512_PASS: PassKernel = PassKernel {
-    lanes: avx512::LANES,
-    detected: avx512::detected,
-    write: avx512::write_blocks,
-};
 
 #[cfg(target_arch = "x86_64")]
 pub(super) const AVX2_PASS: PassKernel = PassKernel {
@@ -87,10 +99,11 @@ pub(super) const SSE2_PASS: PassKernel = PassKernel {
 #[cfg(target_arch = "x86_64")]
 const TABLE: &[Row] = &[
     Row {
-        path: KeystreamPath::Avx512,
-        passes: &[AVX512_PASS, AVX2_PASS],
-        tail: Some(avx512::write_tail),
-        rider: Some(avx512::write_refill_and_block),
+        kernel: Some(AsmKernel {
+            detected: avx512::detected,
+            keystream: avx512::keystream,
+        }),
+        ..row(KeystreamPath::Avx512, &[])
     },
     Row {
         rider: Some(avx2::write_refill_and_block),
@@ -110,8 +123,8 @@ const fn row(path: KeystreamPath, passes: &'static [PassKernel]) -> Row {
     Row {
         path,
         passes,
-        tail: None,
         rider: None,
+        kernel: None,
     }
 }
 
@@ -133,15 +146,15 @@ pub fn keystream_path() -> KeystreamPath {
 /// The row of [`keystream_path`] (which see, also for the panic).
 #[inline(always)]
 pub(super) fn selected() -> &'static Row {
-    if super::small_stack::IN_USE {
-        return &SMALL_STACK;
-    }
     let row = TABLE
         .iter()
         .find(|row| PINNED.map_or_else(|| row.detected(), |pin| pin == row.path))
         .expect("the last row runs anywhere, and a pin names a row of this target");
     if PINNED.is_some() && !row.detected() {
         pin_unavailable(row.path);
+    }
+    if super::small_stack::IN_USE && row.kernel.is_none() {
+        return &SMALL_STACK;
     }
     row
 }

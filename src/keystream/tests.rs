@@ -38,11 +38,7 @@ fn kernel_cases() -> impl Iterator<Item = ([u8; KEY_LEN], u64)> {
 #[cfg(target_arch = "x86_64")]
 #[test]
 fn pass_kernels_match_the_chacha20_crate() {
-    for kernel in [
-        dispatch::AVX512_PASS,
-        dispatch::AVX2_PASS,
-        dispatch::SSE2_PASS,
-    ] {
+    for kernel in [dispatch::AVX2_PASS, dispatch::SSE2_PASS] {
         let blocks = 2 * kernel.lanes;
         if !kernel.usable(0, blocks) {
             eprintln!("{}-block kernel: not available on this CPU", kernel.lanes);
@@ -64,37 +60,118 @@ fn pass_kernels_match_the_chacha20_crate() {
     }
 }
 
-/// The AVX-512 tail kernel itself, including counters that carry into the high word.
+/// The assembly kernels this CPU has, for every block count 1..=40 and counters whose lanes
+/// carry into the high word or wrap at 2^64: the crate's blocks, nothing written past them,
+/// and a refill whose output starts at its key.
 #[cfg(target_arch = "x86_64")]
 #[test]
-fn avx512_tail_kernel_matches_the_chacha20_crate() {
-    if !avx512::detected() {
-        eprintln!("no AVX-512F on this CPU: tail kernel not tested");
-        return;
+fn assembly_kernels_match_the_chacha20_crate() {
+    let kernels: [(&str, bool, dispatch::Keystream); 1] =
+        [("AVX-512", avx512::detected(), avx512::keystream)];
+    for (name, detected, keystream) in kernels {
+        if !detected {
+            eprintln!("{name} kernel: not available on this CPU");
+            continue;
+        }
+        for (i, (key, _)) in kernel_cases().enumerate() {
+            let counters = [
+                0,
+                16,
+                (1 << 32) - 7,
+                (1 << 32) - 16,
+                u64::MAX - 20,
+                u64::MAX,
+            ];
+            let counter = counters[i % counters.len()];
+            for blocks in 1..=40 {
+                let mut got = vec![[0xa5u8; BLOCK_LEN]; blocks + 1];
+                // SAFETY: detected above; `got` holds `blocks` + 1 blocks.
+                unsafe { keystream(key.as_ptr(), counter, got.as_mut_ptr().cast(), blocks) };
+                assert_eq!(
+                    got[..blocks],
+                    reference(&key, counter, blocks),
+                    "{name} {counter} {blocks}"
+                );
+                assert_eq!(
+                    got[blocks], [0xa5; BLOCK_LEN],
+                    "{name}: wrote past {blocks} blocks"
+                );
+            }
+            let mut state = [[0u8; BLOCK_LEN]; 16];
+            state[0][..KEY_LEN].copy_from_slice(&key);
+            let at = state.as_mut_ptr().cast::<u8>();
+            // SAFETY: detected above; the state is 16 blocks with the key first.
+            unsafe { keystream(at, 0, at, 16) };
+            assert_eq!(state.to_vec(), reference(&key, 0, 16), "{name} refill");
+        }
     }
-    for (i, (key, _)) in kernel_cases().enumerate() {
-        let counter = [0u64, 3, 16, (1 << 32) - 5, (1 << 40) + 9, u64::MAX - 20][i % 6];
-        let mut got = [[0u8; BLOCK_LEN]; TAIL_BLOCKS];
-        // SAFETY: AVX-512F was detected above.
-        unsafe { avx512::write_tail(&dispatch::key_words(&key), counter, &mut got) };
-        assert_eq!(
-            got.to_vec(),
-            reference(&key, counter, 8),
-            "counter {counter}"
+}
+
+/// Paints the 4 KiB below the stack pointer, calls `keystream` on 40 blocks, and returns how
+/// many 8-byte words of the painted area changed and the offset of the lowest (from the
+/// stack pointer at the call).
+#[cfg(all(target_arch = "x86_64", not(miri)))]
+fn painted_stack_after(keystream: dispatch::Keystream, key: &[u8; KEY_LEN]) -> (usize, isize) {
+    let mut out = vec![[0u8; BLOCK_LEN]; 40];
+    let (changed, lowest): (usize, isize);
+    // SAFETY: the block writes only below the stack pointer (no `nostack`: the compiler keeps
+    // nothing there), calls the kernel as its System V signature says (its clobbers declared)
+    // with a 32-byte key and 40 blocks of output; the caller has checked its instruction set.
+    unsafe {
+        core::arch::asm!(
+            "mov r8, -4096",
+            "2:",
+            "mov qword ptr [rsp + r8], r12",
+            "add r8, 8",
+            "jnz 2b",
+            "call {keystream}",
+            "xor r13d, r13d",
+            "xor r14d, r14d",
+            "mov r8, -4096",
+            "3:",
+            "cmp qword ptr [rsp + r8], r12",
+            "je 4f",
+            "inc r13",
+            "test r14, r14",
+            "cmovz r14, r8",
+            "4:",
+            "add r8, 8",
+            "jnz 3b",
+            keystream = in(reg) keystream,
+            in("rdi") key.as_ptr(),
+            in("rsi") 5u64,
+            in("rdx") out.as_mut_ptr(),
+            in("rcx") out.len(),
+            in("r12") 0x5a5a_5a5a_5a5a_5a5au64,
+            out("r13") changed,
+            out("r14") lowest,
+            clobber_abi("sysv64"),
         );
     }
+    assert_eq!(out, reference(key, 5, 40));
+    (changed, lowest)
+}
+
+/// The assembly kernels write nothing to the stack: of the painted 4 KiB below the caller's
+/// stack pointer only the call's return address changes.
+#[cfg(all(target_arch = "x86_64", not(miri)))]
+#[test]
+fn assembly_kernels_write_no_stack() {
+    if !avx512::detected() {
+        eprintln!("AVX-512 kernel: not available on this CPU");
+        return;
+    }
+    assert_eq!(
+        painted_stack_after(avx512::keystream, &[0x3d; KEY_LEN]),
+        (1, -8)
+    );
 }
 
 /// Each refill-with-rider kernel itself, with riders whose counters carry into the high word.
 #[cfg(target_arch = "x86_64")]
 #[test]
 fn rider_kernels_match_the_chacha20_crate() {
-    let kernels: [(&str, bool, dispatch::RiderKernel); 3] = [
-        (
-            "AVX-512",
-            avx512::detected(),
-            avx512::write_refill_and_block,
-        ),
+    let kernels: [(&str, bool, dispatch::RiderKernel); 2] = [
         ("AVX2", avx2::detected(), avx2::write_refill_and_block),
         ("SSE2", sse2::detected(), sse2::write_refill_and_block),
     ];
@@ -326,7 +403,9 @@ fn the_kernels_that_ran_are_those_of_the_reported_path() {
     write_bytes(&key, 0, &mut tail);
     direct_fill_in_place(&mut blocks, &mut [0; 16 * BLOCK_LEN + 1]);
     let expected = match keystream_path() {
-        KeystreamPath::Avx512 => [3, 1, 1, 1],
+        // The refill, the direct fill's sixteen whole blocks, its last byte and its refill; the
+        // byte fills take the crate.
+        KeystreamPath::Avx512 => [4, 0, 0, 0],
         // One call for the refill, one for the 24 blocks, one for the sixteen blocks of the
         // direct fill; the two-block tail goes to the crate (below the AVX2 kernel's
         // break-even).
