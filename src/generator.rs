@@ -116,10 +116,9 @@ impl FkeState {
     fn direct_fill(&mut self, dest: &mut [u8]) {
         debug_assert_eq!(self.avail, 0);
         debug_assert!(dest.len() >= BUFFER_LEN);
-        let (head, rest) = dest.split_at_mut(BUFFER_LEN);
-        keystream::direct_fill_in_place(&mut self.block, rest);
+        keystream::direct_fill_in_place(&mut self.block, dest);
         let buffer = &mut self.block.as_flattened_mut()[KEY_LEN..];
-        head.copy_from_slice(buffer);
+        dest[..BUFFER_LEN].copy_from_slice(buffer);
         buffer.zeroize();
     }
 

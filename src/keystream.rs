@@ -1,9 +1,11 @@
 //! ChaCha20 keystream for refills and direct fills: D. J. Bernstein's original ChaCha20 (RFC
 //! 8439's block function, 64-bit block counter in words 12-13, zero 64-bit nonce in words
-//! 14-15): whole passes from the kernels of the row `keystream/dispatch.rs` selects, the rest
-//! from the `chacha20` crate. Every path gives the same bytes (`tests/kat.rs`, unit tests).
+//! 14-15): the assembly kernel or whole passes from the kernels of the row
+//! `keystream/dispatch.rs` selects, the rest from the `chacha20` crate. Every path gives the same bytes (`tests/kat.rs`, unit tests).
 //!
-//! Invariant: every key-derived value lives in registers or in the frames of a never-inlined
+//! Invariant: on a row with an assembly kernel (AVX-512F), every refill and direct fill is
+//! that kernel, which writes no stack, reads the key from the state and clears its registers;
+//! elsewhere every key-derived value lives in registers or in the frames of a never-inlined
 //! `*_below` callee, below its caller, which holds no key word; [`scrub::below`] clears the
 //! registers (x86-64, AArch64) and zeroes those frames when the callee returns.
 
@@ -50,59 +52,60 @@ pub(crate) fn write_blocks(key: &[u8; KEY_LEN], counter: u64, out: &mut [Block])
     }
 }
 
-/// The keystream of a direct fill, in one scrubbed computation: blocks 16 on under the key
-/// in the first 32 bytes of `blocks` into `rest`, then blocks 0..16 over `blocks` (as
-/// [`refill_in_place`]). Computes no block that `rest` does not reach where whole passes
-/// of the widest kernel leave one block (`keystream/rider.rs`).
+/// The keystream of a direct fill: blocks 16 on under the key in the first 32 bytes of
+/// `blocks` into `dest[992..]`, then blocks 0..16 over `blocks` (as [`refill_in_place`]).
+/// `dest[..992]` may be used as scratch: the caller overwrites it with the refill's buffer.
+/// Computes no block that `dest` does not reach where whole passes of the widest kernel
+/// leave one block (a rider).
+///
+/// # Panics
+/// If `dest` is shorter than 992 bytes.
 #[inline]
-pub(crate) fn direct_fill_in_place(blocks: &mut [Block; 16], rest: &mut [u8]) {
+pub(crate) fn direct_fill_in_place(blocks: &mut [Block; 16], dest: &mut [u8]) {
+    let (head, rest) = dest.split_at_mut(16 * BLOCK_LEN - KEY_LEN);
     match dispatch::selected().kernel {
-        Some(kernel) => direct_fill_with_kernel(kernel.keystream, blocks, rest),
+        Some(kernel) => direct_fill_with_kernel(kernel, blocks, head, rest),
         None => scrub::below(|| direct_fill_unscrubbed(blocks, rest)),
     }
 }
 
 /// [`direct_fill_in_place`] with an assembly kernel, which leaves nothing to scrub: the
-/// whole blocks of `rest` straight from the kernel, except that a last partial block and the
-/// blocks of its pass (if they fit) go through blocks 1..16 of `blocks`, which the refill
-/// then overwrites. No key word is copied: the kernel reads the key from `blocks`.
+/// blocks of `rest` straight from the kernel, except that its last block, where it is
+/// partial or alone in its pass, rides along the refill (into `head` if partial). No key
+/// word is copied: the kernels read the key from `blocks`.
 fn direct_fill_with_kernel(
-    keystream: dispatch::Keystream,
+    kernel: dispatch::AsmKernel,
     blocks: &mut [Block; 16],
+    head: &mut [u8],
     rest: &mut [u8],
 ) {
-    const LANES: usize = 16; // the widest kernel's pass: `avx512::LANES`
-    let (whole, part) = (rest.len() / BLOCK_LEN, rest.len() % BLOCK_LEN);
-    // Blocks 1..16 hold 15 blocks: a last pass of 16 takes its partial block alone.
-    let scratch = match whole % LANES {
-        _ if part == 0 => 0,
-        15 => 1,
-        last_pass => last_pass + 1,
-    };
-    let direct = whole + usize::from(part > 0) - scratch;
+    const LANES: usize = 16; // the kernel's pass
+    let ride = !rest.len().is_multiple_of(BLOCK_LEN) || rest.len() / BLOCK_LEN % LANES == 1;
+    let direct = rest.len().div_ceil(BLOCK_LEN) - usize::from(ride);
     let state = blocks.as_mut_ptr().cast::<u8>();
-    // SAFETY: the kernel is the selected row's, which this CPU has (`selected` panics on a
-    // pin to a row it lacks); `state` is 1024 bytes with the key first, `rest` holds
-    // `direct` blocks and blocks 1..16 of the state hold `scratch` <= 15 blocks.
+    let (rest, last) = rest.split_at_mut(direct * BLOCK_LEN);
+    let extra = if last.len() == BLOCK_LEN {
+        last.as_mut_ptr()
+    } else {
+        head.as_mut_ptr()
+    };
+    // SAFETY: the kernels are the selected row's, which this CPU has (`selected` panics on a
+    // pin to a row it lacks); `state` is 1024 bytes with the key first; `rest` holds
+    // `direct` blocks, and `extra` 64 bytes (`head` is 992) outside the state.
     unsafe {
         if direct > 0 {
-            run(keystream, state, 16, rest.as_mut_ptr(), direct);
+            run(kernel.keystream, state, 16, rest.as_mut_ptr(), direct);
         }
-        if scratch > 0 {
-            run(
-                keystream,
-                state,
-                16 + direct as u64,
-                state.add(BLOCK_LEN),
-                scratch,
-            );
+        if ride {
+            (kernel.refill_and_block)(state, 16 + direct as u64, state, extra);
+            crate::probe::kernel_call(3);
+        } else {
+            run(kernel.keystream, state, 0, state, 16);
         }
     }
-    let from = direct * BLOCK_LEN;
-    let n = rest.len() - from;
-    rest[from..].copy_from_slice(&blocks.as_flattened()[BLOCK_LEN..BLOCK_LEN + n]);
-    // SAFETY: as above; the refill's output starts at its key.
-    unsafe { run(keystream, state, 0, state, 16) };
+    if last.len() < BLOCK_LEN {
+        last.copy_from_slice(&head[..last.len()]);
+    }
 }
 
 /// Calls an assembly kernel (counted in the unit tests). Safety: as the kernel's.

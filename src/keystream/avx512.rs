@@ -152,6 +152,147 @@ macro_rules! transpose_store {
     };
 }
 
+/// Loads the key words into zmm16-zmm23 and the constants' address into rax.
+macro_rules! load_key {
+    () => {
+        concat!(
+            "vpbroadcastd zmm16, dword ptr [rdi]\n",
+            "vpbroadcastd zmm17, dword ptr [rdi + 4]\n",
+            "vpbroadcastd zmm18, dword ptr [rdi + 8]\n",
+            "vpbroadcastd zmm19, dword ptr [rdi + 12]\n",
+            "vpbroadcastd zmm20, dword ptr [rdi + 16]\n",
+            "vpbroadcastd zmm21, dword ptr [rdi + 20]\n",
+            "vpbroadcastd zmm22, dword ptr [rdi + 24]\n",
+            "vpbroadcastd zmm23, dword ptr [rdi + 28]\n",
+            "lea rax, [rip + {constants}]\n",
+        )
+    };
+}
+
+/// Lane j's counter `rsi + j` in zmm24 (low words) and zmm25 (high words, plus the carry
+/// of lanes whose low word wrapped); zmm26 and k1 are scratch.
+macro_rules! counters {
+    () => {
+        concat!(
+            "vpbroadcastd zmm26, esi\n",
+            "vpaddd zmm24, zmm26, zmmword ptr [rax]\n",
+            "vpcmpud k1, zmm24, zmm26, 1\n",
+            "mov r9, rsi\n",
+            "shr r9, 32\n",
+            "vpbroadcastd zmm25, r9d\n",
+            "vpaddd zmm25 {{k1}}, zmm25, dword ptr [rax + 64]{{1to16}}\n",
+        )
+    };
+}
+
+/// The input words of a pass: constants, key, counters (zmm24-zmm25), zero nonce.
+macro_rules! pass_input {
+    () => {
+        concat!(
+            "vpbroadcastd zmm0, dword ptr [rax + 68]\n",
+            "vpbroadcastd zmm1, dword ptr [rax + 72]\n",
+            "vpbroadcastd zmm2, dword ptr [rax + 76]\n",
+            "vpbroadcastd zmm3, dword ptr [rax + 80]\n",
+            "vmovdqa64 zmm4, zmm16\n",
+            "vmovdqa64 zmm5, zmm17\n",
+            "vmovdqa64 zmm6, zmm18\n",
+            "vmovdqa64 zmm7, zmm19\n",
+            "vmovdqa64 zmm8, zmm20\n",
+            "vmovdqa64 zmm9, zmm21\n",
+            "vmovdqa64 zmm10, zmm22\n",
+            "vmovdqa64 zmm11, zmm23\n",
+            "vmovdqa64 zmm12, zmm24\n",
+            "vmovdqa64 zmm13, zmm25\n",
+            "vpxord zmm14, zmm14, zmm14\n",
+            "vpxord zmm15, zmm15, zmm15\n",
+            "mov r8d, 10\n",
+        )
+    };
+}
+
+/// Columns, then diagonals (RFC 8439, section 2.3), of the pass.
+macro_rules! pass_double_round {
+    () => {
+        concat!(
+            quarters!((0, 4, 8, 12), (1, 5, 9, 13), (2, 6, 10, 14), (3, 7, 11, 15)),
+            quarters!((0, 5, 10, 15), (1, 6, 11, 12), (2, 7, 8, 13), (3, 4, 9, 14)),
+        )
+    };
+}
+
+/// The feed-forward (input words added back; words 14 and 15 were zero), the transpose, the
+/// stores, and the step to the next pass while blocks are left.
+macro_rules! pass_output {
+    () => {
+        concat!(
+            "vpaddd zmm0, zmm0, dword ptr [rax + 68]{{1to16}}\n",
+            "vpaddd zmm1, zmm1, dword ptr [rax + 72]{{1to16}}\n",
+            "vpaddd zmm2, zmm2, dword ptr [rax + 76]{{1to16}}\n",
+            "vpaddd zmm3, zmm3, dword ptr [rax + 80]{{1to16}}\n",
+            "vpaddd zmm4, zmm4, zmm16\n",
+            "vpaddd zmm5, zmm5, zmm17\n",
+            "vpaddd zmm6, zmm6, zmm18\n",
+            "vpaddd zmm7, zmm7, zmm19\n",
+            "vpaddd zmm8, zmm8, zmm20\n",
+            "vpaddd zmm9, zmm9, zmm21\n",
+            "vpaddd zmm10, zmm10, zmm22\n",
+            "vpaddd zmm11, zmm11, zmm23\n",
+            "vpaddd zmm12, zmm12, zmm24\n",
+            "vpaddd zmm13, zmm13, zmm25\n",
+            interleave!(0, 1, 2, 3),
+            interleave!(4, 5, 6, 7),
+            interleave!(8, 9, 10, 11),
+            interleave!(12, 13, 14, 15),
+            transpose_store!(0, 4, 8, 12),
+            transpose_store!(1, 5, 9, 13),
+            transpose_store!(2, 6, 10, 14),
+            transpose_store!(3, 7, 11, 15),
+            "add rsi, 16\n",
+            "add rdx, 1024\n",
+            "sub rcx, 16\n",
+            "ja 2b\n",
+        )
+    };
+}
+
+/// Clears every register the kernels write: zmm0-zmm15 whole (`vzeroall`), zmm16-zmm31,
+/// k1-k2 and the general registers, then returns.
+macro_rules! clear_and_return {
+    () => {
+        concat!(
+            "vpxord zmm16, zmm16, zmm16\n",
+            "vpxord zmm17, zmm17, zmm17\n",
+            "vpxord zmm18, zmm18, zmm18\n",
+            "vpxord zmm19, zmm19, zmm19\n",
+            "vpxord zmm20, zmm20, zmm20\n",
+            "vpxord zmm21, zmm21, zmm21\n",
+            "vpxord zmm22, zmm22, zmm22\n",
+            "vpxord zmm23, zmm23, zmm23\n",
+            "vpxord zmm24, zmm24, zmm24\n",
+            "vpxord zmm25, zmm25, zmm25\n",
+            "vpxord zmm26, zmm26, zmm26\n",
+            "vpxord zmm27, zmm27, zmm27\n",
+            "vpxord zmm28, zmm28, zmm28\n",
+            "vpxord zmm29, zmm29, zmm29\n",
+            "vpxord zmm30, zmm30, zmm30\n",
+            "vpxord zmm31, zmm31, zmm31\n",
+            "vzeroall\n",
+            "kxorw k1, k1, k1\n",
+            "kxorw k2, k2, k2\n",
+            "xor eax, eax\n",
+            "xor ecx, ecx\n",
+            "xor edx, edx\n",
+            "xor esi, esi\n",
+            "xor edi, edi\n",
+            "xor r8d, r8d\n",
+            "xor r9d, r9d\n",
+            "xor r10d, r10d\n",
+            "xor r11d, r11d\n",
+            "ret\n",
+        )
+    };
+}
+
 /// Writes keystream blocks `counter .. counter + blocks` (64 bytes each; the 64-bit block
 /// counter in words 12-13 wraps at 2^64; nonce words 14-15 zero) under the 32-byte key at
 /// `key` (eight little-endian words) to `out[.. 64 * blocks]`: whole passes of sixteen, then
@@ -176,103 +317,94 @@ pub(super) unsafe extern "sysv64" fn keystream(
     // rdi: key, rsi: counter of the pass, rdx: its output, rcx: blocks left, rax: constants,
     // r8: double rounds left, r9: the counter's high word.
     core::arch::naked_asm!(
-        "vpbroadcastd zmm16, dword ptr [rdi]",
-        "vpbroadcastd zmm17, dword ptr [rdi + 4]",
-        "vpbroadcastd zmm18, dword ptr [rdi + 8]",
-        "vpbroadcastd zmm19, dword ptr [rdi + 12]",
-        "vpbroadcastd zmm20, dword ptr [rdi + 16]",
-        "vpbroadcastd zmm21, dword ptr [rdi + 20]",
-        "vpbroadcastd zmm22, dword ptr [rdi + 24]",
-        "vpbroadcastd zmm23, dword ptr [rdi + 28]",
-        "lea rax, [rip + {constants}]",
+        load_key!(),
         "2:",
-        // Lane j's counter is `counter + j`: the low words, then the high word plus the
-        // carry of lanes whose low word wrapped.
-        "vpbroadcastd zmm26, esi",
-        "vpaddd zmm24, zmm26, zmmword ptr [rax]",
-        "vpcmpud k1, zmm24, zmm26, 1",
-        "mov r9, rsi",
-        "shr r9, 32",
-        "vpbroadcastd zmm25, r9d",
-        "vpaddd zmm25 {{k1}}, zmm25, dword ptr [rax + 64]{{1to16}}",
-        "vpbroadcastd zmm0, dword ptr [rax + 68]",
-        "vpbroadcastd zmm1, dword ptr [rax + 72]",
-        "vpbroadcastd zmm2, dword ptr [rax + 76]",
-        "vpbroadcastd zmm3, dword ptr [rax + 80]",
-        "vmovdqa64 zmm4, zmm16",
-        "vmovdqa64 zmm5, zmm17",
-        "vmovdqa64 zmm6, zmm18",
-        "vmovdqa64 zmm7, zmm19",
-        "vmovdqa64 zmm8, zmm20",
-        "vmovdqa64 zmm9, zmm21",
-        "vmovdqa64 zmm10, zmm22",
-        "vmovdqa64 zmm11, zmm23",
-        "vmovdqa64 zmm12, zmm24",
-        "vmovdqa64 zmm13, zmm25",
-        "vpxord zmm14, zmm14, zmm14",
-        "vpxord zmm15, zmm15, zmm15",
-        "mov r8d, 10",
+        counters!(),
+        pass_input!(),
         "3:",
-        // Columns, then diagonals (RFC 8439, section 2.3).
-        quarters!((0, 4, 8, 12), (1, 5, 9, 13), (2, 6, 10, 14), (3, 7, 11, 15)),
-        quarters!((0, 5, 10, 15), (1, 6, 11, 12), (2, 7, 8, 13), (3, 4, 9, 14)),
+        pass_double_round!(),
         "dec r8d",
         "jnz 3b",
-        // The feed-forward: add the input words back (words 14 and 15 were zero).
-        "vpaddd zmm0, zmm0, dword ptr [rax + 68]{{1to16}}",
-        "vpaddd zmm1, zmm1, dword ptr [rax + 72]{{1to16}}",
-        "vpaddd zmm2, zmm2, dword ptr [rax + 76]{{1to16}}",
-        "vpaddd zmm3, zmm3, dword ptr [rax + 80]{{1to16}}",
-        "vpaddd zmm4, zmm4, zmm16",
-        "vpaddd zmm5, zmm5, zmm17",
-        "vpaddd zmm6, zmm6, zmm18",
-        "vpaddd zmm7, zmm7, zmm19",
-        "vpaddd zmm8, zmm8, zmm20",
-        "vpaddd zmm9, zmm9, zmm21",
-        "vpaddd zmm10, zmm10, zmm22",
-        "vpaddd zmm11, zmm11, zmm23",
-        "vpaddd zmm12, zmm12, zmm24",
-        "vpaddd zmm13, zmm13, zmm25",
-        interleave!(0, 1, 2, 3),
-        interleave!(4, 5, 6, 7),
-        interleave!(8, 9, 10, 11),
-        interleave!(12, 13, 14, 15),
-        transpose_store!(0, 4, 8, 12),
-        transpose_store!(1, 5, 9, 13),
-        transpose_store!(2, 6, 10, 14),
-        transpose_store!(3, 7, 11, 15),
-        "add rsi, 16",
-        "add rdx, 1024",
-        "sub rcx, 16",
-        "ja 2b",
-        // Clear every register written: zmm0-zmm15 whole (`vzeroall`), zmm16-zmm31, k1, and
-        // the general registers.
-        "vpxord zmm16, zmm16, zmm16",
-        "vpxord zmm17, zmm17, zmm17",
-        "vpxord zmm18, zmm18, zmm18",
-        "vpxord zmm19, zmm19, zmm19",
-        "vpxord zmm20, zmm20, zmm20",
-        "vpxord zmm21, zmm21, zmm21",
-        "vpxord zmm22, zmm22, zmm22",
-        "vpxord zmm23, zmm23, zmm23",
-        "vpxord zmm24, zmm24, zmm24",
-        "vpxord zmm25, zmm25, zmm25",
-        "vpxord zmm26, zmm26, zmm26",
-        "vpxord zmm27, zmm27, zmm27",
-        "vpxord zmm28, zmm28, zmm28",
-        "vpxord zmm29, zmm29, zmm29",
-        "vpxord zmm30, zmm30, zmm30",
-        "vpxord zmm31, zmm31, zmm31",
-        "vzeroall",
-        "kxorw k1, k1, k1",
-        "xor eax, eax",
-        "xor ecx, ecx",
-        "xor edx, edx",
+        pass_output!(),
+        clear_and_return!(),
+        constants = sym CONSTANTS,
+    );
+}
+
+/// Rider rows: shuffles rows b, c, d of the block in zmm25-zmm27 so that its diagonals
+/// become columns (`0x39, 0x4e, 0x93`), or back (`0x93, 0x4e, 0x39`).
+macro_rules! rider_rows {
+    ($b:literal, $c:literal, $d:literal) => {
+        concat!(
+            "vpshufd zmm25, zmm25, ",
+            $b,
+            "\n",
+            "vpshufd zmm26, zmm26, ",
+            $c,
+            "\n",
+            "vpshufd zmm27, zmm27, ",
+            $d,
+            "\n",
+        )
+    };
+}
+
+/// Writes keystream blocks 0..16 under the key at `key` to `refill[.. 1024]` (one pass; it
+/// may start at `key`) and block `counter` (any 64-bit counter) to `extra[.. 64]`, which
+/// rides along the pass: its four rows in zmm24-zmm27 (lane 0 of each; inputs in
+/// zmm28-zmm31), its rounds between the pass's. The contract of [`keystream`] holds, with
+/// `refill` and `extra` the outputs.
+///
+/// # Safety
+/// `key` readable for 32 bytes, `refill` writable for 1024 bytes, `extra` for 64 bytes and
+/// not overlapping the key or `refill`, and the CPU has AVX-512F ([`detected`]).
+#[unsafe(naked)]
+pub(super) unsafe extern "sysv64" fn refill_and_block(
+    key: *const u8,
+    counter: u64,
+    refill: *mut u8,
+    extra: *mut u8,
+) {
+    // As `keystream`, and r10: `extra`, r11: its counter, k2: the low quadword of each lane.
+    core::arch::naked_asm!(
+        load_key!(),
+        "mov r10, rcx",
+        "mov r11, rsi",
         "xor esi, esi",
-        "xor edi, edi",
-        "xor r8d, r8d",
-        "xor r9d, r9d",
-        "ret",
+        "mov ecx, 16",
+        "vbroadcasti32x4 zmm28, xmmword ptr [rax + 68]",
+        "vbroadcasti32x4 zmm29, xmmword ptr [rdi]",
+        "vbroadcasti32x4 zmm30, xmmword ptr [rdi + 16]",
+        "mov r9d, 0x55",
+        "kmovw k2, r9d",
+        "vpbroadcastq zmm31 {{k2}}{{z}}, r11",
+        "2:",
+        counters!(),
+        pass_input!(),
+        "vmovdqa64 zmm24, zmm28",
+        "vmovdqa64 zmm25, zmm29",
+        "vmovdqa64 zmm26, zmm30",
+        "vmovdqa64 zmm27, zmm31",
+        "3:",
+        quarters!((0, 4, 8, 12), (1, 5, 9, 13), (2, 6, 10, 14), (3, 7, 11, 15)),
+        quarters!((24, 25, 26, 27)),
+        rider_rows!(0x39, 0x4e, 0x93),
+        quarters!((0, 5, 10, 15), (1, 6, 11, 12), (2, 7, 8, 13), (3, 4, 9, 14)),
+        quarters!((24, 25, 26, 27)),
+        rider_rows!(0x93, 0x4e, 0x39),
+        "dec r8d",
+        "jnz 3b",
+        "vpaddd zmm24, zmm24, zmm28",
+        "vpaddd zmm25, zmm25, zmm29",
+        "vpaddd zmm26, zmm26, zmm30",
+        "vpaddd zmm27, zmm27, zmm31",
+        "vinserti32x4 zmm24, zmm24, xmm25, 1",
+        "vinserti32x4 zmm24, zmm24, xmm26, 2",
+        "vinserti32x4 zmm24, zmm24, xmm27, 3",
+        "vmovdqu64 zmmword ptr [r10], zmm24",
+        counters!(),
+        pass_output!(),
+        clear_and_return!(),
         constants = sym CONSTANTS,
     );
 }

@@ -47,6 +47,9 @@ pub(super) struct AsmKernel {
     /// Writes keystream blocks `counter .. counter + blocks` under the key at the first
     /// pointer to the second. Safety: as `avx512::keystream`.
     pub(super) keystream: Keystream,
+    /// Blocks 0..16 into the third pointer (which may be the key) and block `counter` into
+    /// the fourth. Safety: as `avx512::refill_and_block`.
+    pub(super) refill_and_block: RefillAndBlock,
 }
 
 /// The signature of an [`AsmKernel`]'s function.
@@ -56,6 +59,13 @@ pub(super) type Keystream =
 #[cfg(not(target_arch = "x86_64"))]
 pub(super) type Keystream =
     unsafe extern "C" fn(key: *const u8, counter: u64, out: *mut u8, blocks: usize);
+/// The signature of an [`AsmKernel`]'s refill with a block riding along.
+#[cfg(target_arch = "x86_64")]
+pub(super) type RefillAndBlock =
+    unsafe extern "sysv64" fn(key: *const u8, counter: u64, refill: *mut u8, extra: *mut u8);
+#[cfg(not(target_arch = "x86_64"))]
+pub(super) type RefillAndBlock =
+    unsafe extern "C" fn(key: *const u8, counter: u64, refill: *mut u8, extra: *mut u8);
 
 /// One keystream path's row of the table.
 pub(super) struct Row {
@@ -102,6 +112,7 @@ const TABLE: &[Row] = &[
         kernel: Some(AsmKernel {
             detected: avx512::detected,
             keystream: avx512::keystream,
+            refill_and_block: avx512::refill_and_block,
         }),
         ..row(KeystreamPath::Avx512, &[])
     },
@@ -131,7 +142,8 @@ const fn row(path: KeystreamPath, passes: &'static [PassKernel]) -> Row {
 /// The keystream path that refills and direct fills take in this build on this CPU: the
 /// widest kernel the CPU has (detected at run time), the one pinned at build time with
 /// `--cfg fkrng_keystream="avx512"|"avx2"|"portable"` (a switch for tests), or, in builds
-/// with debug assertions or at opt-level 0 and no pin, [`KeystreamPath::SmallStack`].
+/// with debug assertions or at opt-level 0 and no pin, [`KeystreamPath::SmallStack`] where
+/// the CPU has no assembly kernel (on x86-64 without AVX-512F, and other targets).
 /// `fkrng --version` prints it as `keystream: <name>`.
 ///
 /// # Panics

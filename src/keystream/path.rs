@@ -8,8 +8,8 @@
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum KeystreamPath {
-    /// fkrng's 16-block (1 KiB) AVX-512 pass kernel, on x86-64 CPUs with AVX-512F, with its
-    /// 8-block AVX2 pass kernel and 8-block AVX-512 tail kernel for what whole passes leave.
+    /// fkrng's AVX-512 kernel in assembly (16-block, 1 KiB passes and a last pass of any
+    /// block count), on x86-64 CPUs with AVX-512F, in every build: it writes no stack.
     Avx512,
     /// fkrng's 8-block (512-byte) AVX2 pass kernel, on x86-64 CPUs with AVX2 but not AVX-512F.
     Avx2,
@@ -17,8 +17,9 @@ pub enum KeystreamPath {
     /// `chacha20` crate for what whole passes leave; on other targets the crate alone, with
     /// the backend it picks (NEON on AArch64, plain Rust elsewhere).
     Portable,
-    /// fkrng's one-block plain-Rust ChaCha20 (`keystream/small_stack.rs`), unless a path is
-    /// pinned, in builds with debug assertions, at opt-level 0, or at a level the build
+    /// fkrng's one-block plain-Rust ChaCha20 (`keystream/small_stack.rs`), on CPUs and
+    /// targets without an assembly kernel, unless a path is pinned, in builds with debug
+    /// assertions, at opt-level 0, or at a level the build
     /// script could not learn: unoptimised SIMD code needs more than a 16 KiB thread stack.
     SmallStack,
 }

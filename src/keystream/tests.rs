@@ -66,9 +66,19 @@ fn pass_kernels_match_the_chacha20_crate() {
 #[cfg(target_arch = "x86_64")]
 #[test]
 fn assembly_kernels_match_the_chacha20_crate() {
-    let kernels: [(&str, bool, dispatch::Keystream); 1] =
-        [("AVX-512", avx512::detected(), avx512::keystream)];
-    for (name, detected, keystream) in kernels {
+    type Kernels = (
+        &'static str,
+        bool,
+        dispatch::Keystream,
+        dispatch::RefillAndBlock,
+    );
+    let kernels: [Kernels; 1] = [(
+        "AVX-512",
+        avx512::detected(),
+        avx512::keystream,
+        avx512::refill_and_block,
+    )];
+    for (name, detected, keystream, rider) in kernels {
         if !detected {
             eprintln!("{name} kernel: not available on this CPU");
             continue;
@@ -103,16 +113,37 @@ fn assembly_kernels_match_the_chacha20_crate() {
             // SAFETY: detected above; the state is 16 blocks with the key first.
             unsafe { keystream(at, 0, at, 16) };
             assert_eq!(state.to_vec(), reference(&key, 0, 16), "{name} refill");
+            state[0][..KEY_LEN].copy_from_slice(&key);
+            let mut extra = [0u8; BLOCK_LEN];
+            // SAFETY: as above, and `extra` is one block outside the state.
+            unsafe { rider(at, counter, at, extra.as_mut_ptr()) };
+            assert_eq!(
+                state.to_vec(),
+                reference(&key, 0, 16),
+                "{name} rider's refill"
+            );
+            assert_eq!(
+                extra,
+                reference(&key, counter, 1)[0],
+                "{name} rider {counter}"
+            );
         }
     }
 }
 
-/// Paints the 4 KiB below the stack pointer, calls `keystream` on 40 blocks, and returns how
-/// many 8-byte words of the painted area changed and the offset of the lowest (from the
-/// stack pointer at the call).
+/// Paints the 4 KiB below the stack pointer, calls the kernel at address `kernel` with
+/// `(key, 5, out, last)` (System V), and returns how many 8-byte words of the painted area
+/// changed and the offset of the lowest (from the stack pointer at the call).
+///
+/// # Safety
+/// `kernel` is one of the assembly kernels and the arguments meet its contract.
 #[cfg(all(target_arch = "x86_64", not(miri)))]
-fn painted_stack_after(keystream: dispatch::Keystream, key: &[u8; KEY_LEN]) -> (usize, isize) {
-    let mut out = vec![[0u8; BLOCK_LEN]; 40];
+unsafe fn painted_stack_after(
+    kernel: usize,
+    key: *const u8,
+    out: *mut u8,
+    last: usize,
+) -> (usize, isize) {
     let (changed, lowest): (usize, isize);
     // SAFETY: the block writes only below the stack pointer (no `nostack`: the compiler keeps
     // nothing there), calls the kernel as its System V signature says (its clobbers declared)
@@ -137,18 +168,17 @@ fn painted_stack_after(keystream: dispatch::Keystream, key: &[u8; KEY_LEN]) -> (
             "4:",
             "add r8, 8",
             "jnz 3b",
-            keystream = in(reg) keystream,
-            in("rdi") key.as_ptr(),
+            keystream = in(reg) kernel,
+            in("rdi") key,
             in("rsi") 5u64,
-            in("rdx") out.as_mut_ptr(),
-            in("rcx") out.len(),
+            in("rdx") out,
+            in("rcx") last,
             in("r12") 0x5a5a_5a5a_5a5a_5a5au64,
             out("r13") changed,
             out("r14") lowest,
             clobber_abi("sysv64"),
         );
     }
-    assert_eq!(out, reference(key, 5, 40));
     (changed, lowest)
 }
 
@@ -161,10 +191,28 @@ fn assembly_kernels_write_no_stack() {
         eprintln!("AVX-512 kernel: not available on this CPU");
         return;
     }
-    assert_eq!(
-        painted_stack_after(avx512::keystream, &[0x3d; KEY_LEN]),
-        (1, -8)
+    let key = [0x3d; KEY_LEN];
+    let mut out = vec![[0u8; BLOCK_LEN]; 40];
+    let (kernel, at) = (
+        avx512::keystream as dispatch::Keystream as usize,
+        out.as_mut_ptr().cast::<u8>(),
     );
+    // SAFETY: AVX-512F was detected; a 32-byte key and 40 blocks of output.
+    let painted = unsafe { painted_stack_after(kernel, key.as_ptr(), at, 40) };
+    assert_eq!(painted, (1, -8), "keystream");
+    assert_eq!(out, reference(&key, 5, 40));
+    let mut state = [[0u8; BLOCK_LEN]; 17];
+    state[0][..KEY_LEN].copy_from_slice(&key);
+    let (kernel, at) = (
+        avx512::refill_and_block as dispatch::RefillAndBlock as usize,
+        state.as_mut_ptr().cast::<u8>(),
+    );
+    // SAFETY: as above: the refill over the key, then the extra block, 17 blocks in all.
+    let painted = unsafe { painted_stack_after(kernel, at, at, at as usize + 1024) };
+    assert_eq!(painted, (1, -8), "refill and block");
+    let mut want = reference(&key, 0, 16);
+    want.extend(reference(&key, 5, 1));
+    assert_eq!(state[..], want[..]);
 }
 
 /// Each refill-with-rider kernel itself, with riders whose counters carry into the high word.
@@ -206,10 +254,14 @@ fn direct_fills_match_the_crate_for_every_tail_length() {
     for len in lengths {
         let mut blocks = [[0u8; BLOCK_LEN]; 16];
         blocks[0][..KEY_LEN].copy_from_slice(&key);
-        let mut rest = vec![0u8; len];
-        direct_fill_in_place(&mut blocks, &mut rest);
+        let mut dest = vec![0u8; 992 + len];
+        direct_fill_in_place(&mut blocks, &mut dest);
         assert_eq!(blocks[..], want[..16], "refill, length {len}");
-        assert_eq!(rest[..], want[16..].as_flattened()[..len], "length {len}");
+        assert_eq!(
+            dest[992..],
+            want[16..].as_flattened()[..len],
+            "length {len}"
+        );
     }
 }
 
@@ -401,11 +453,11 @@ fn the_kernels_that_ran_are_those_of_the_reported_path() {
     write_blocks(&key, 0, &mut fill);
     let mut tail = [0u8; 100];
     write_bytes(&key, 0, &mut tail);
-    direct_fill_in_place(&mut blocks, &mut [0; 16 * BLOCK_LEN + 1]);
+    direct_fill_in_place(&mut blocks, &mut [0; 992 + 16 * BLOCK_LEN + 1]);
     let expected = match keystream_path() {
-        // The refill, the direct fill's sixteen whole blocks, its last byte and its refill; the
-        // byte fills take the crate.
-        KeystreamPath::Avx512 => [4, 0, 0, 0],
+        // The refill and the direct fill's sixteen whole blocks, then its refill with the
+        // last byte riding along; the byte fills take the crate.
+        KeystreamPath::Avx512 => [2, 0, 0, 1],
         // One call for the refill, one for the 24 blocks, one for the sixteen blocks of the
         // direct fill; the two-block tail goes to the crate (below the AVX2 kernel's
         // break-even).
