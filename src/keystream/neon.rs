@@ -17,23 +17,26 @@ static TABLES: [u8; 48] = *b"\x03\x00\x01\x02\x07\x04\x05\x06\x0b\x08\x09\x0a\x0
     expand 32-byte k\x00\x00\x00\x00\x01\x00\x00\x00\x02\x00\x00\x00\x03\x00\x00\x00";
 
 /// Four quarter rounds at once on the columns or diagonals `(a, b, c, d, t)` of the state,
-/// `t` a scratch register: rotations by 16 (`rev32`), 12 and 7 (`shl` + `sri`), 8 (`tbl`).
+/// `t` a scratch register: the rotations by 16 (`rev32`) and 12, then by 8 (`tbl`) and 7.
 macro_rules! quarter_rounds {
-    ($(($a:literal, $b:literal, $c:literal, $d:literal, $t:literal)),*) => { concat!(
+    ($($q:tt),*) => { concat!(
+        half_round!(["rev32 v", ".8h, v", ".8h"], 12, 20; $($q),*),
+        half_round!(["tbl v", ".16b, {{v", ".16b}}, v20.16b"], 7, 25; $($q),*),
+    )};
+}
+
+/// Half of four quarter rounds: `a += b; d ^= a; d = rotate(d); c += d; b ^= c;
+/// b <<<= l` (`r` = 32 - `l`), the rotation of `d` being the line `p0 d p1 d p2`.
+macro_rules! half_round {
+    ([$p0:literal, $p1:literal, $p2:literal], $l:literal, $r:literal;
+     $(($a:literal, $b:literal, $c:literal, $d:literal, $t:literal)),*) => { concat!(
         $("add v", $a, ".4s, v", $a, ".4s, v", $b, ".4s\n",)*
         $("eor v", $d, ".16b, v", $d, ".16b, v", $a, ".16b\n",)*
-        $("rev32 v", $d, ".8h, v", $d, ".8h\n",)*
+        $($p0, $d, $p1, $d, $p2, "\n",)*
         $("add v", $c, ".4s, v", $c, ".4s, v", $d, ".4s\n",)*
         $("eor v", $t, ".16b, v", $b, ".16b, v", $c, ".16b\n",)*
-        $("shl v", $b, ".4s, v", $t, ".4s, #12\n",)*
-        $("sri v", $b, ".4s, v", $t, ".4s, #20\n",)*
-        $("add v", $a, ".4s, v", $a, ".4s, v", $b, ".4s\n",)*
-        $("eor v", $d, ".16b, v", $d, ".16b, v", $a, ".16b\n",)*
-        $("tbl v", $d, ".16b, {{v", $d, ".16b}}, v20.16b\n",)*
-        $("add v", $c, ".4s, v", $c, ".4s, v", $d, ".4s\n",)*
-        $("eor v", $t, ".16b, v", $b, ".16b, v", $c, ".16b\n",)*
-        $("shl v", $b, ".4s, v", $t, ".4s, #7\n",)*
-        $("sri v", $b, ".4s, v", $t, ".4s, #25\n",)*
+        $("shl v", $b, ".4s, v", $t, ".4s, #", $l, "\n",)*
+        $("sri v", $b, ".4s, v", $t, ".4s, #", $r, "\n",)*
     )};
 }
 
