@@ -110,7 +110,7 @@ macro_rules! kernel {
             "mov x0, xzr\nmov x1, xzr\nmov x2, xzr\nmov x3, xzr\nmov x4, xzr\nmov x5, xzr",
             $after,
             inout("x0") $key => _, inout("x1") $counter => _, inout("x2") $out => _,
-            inout("x3") $blocks => _, out("x4") _, inout("x5") TABLES.as_ptr() => _,
+            inout("x3") $blocks => _, out("x4") _, inout("x5") &raw const TABLES => _,
             out("v0") _, out("v1") _, out("v2") _, out("v3") _, out("v4") _, out("v5") _,
             out("v6") _, out("v7") _, out("v8") _, out("v9") _, out("v10") _, out("v11") _,
             out("v12") _, out("v13") _, out("v14") _, out("v15") _, out("v16") _, out("v17") _,

@@ -92,62 +92,80 @@ fn refill_over_its_own_key() {
     assert_eq!(buf.to_vec(), want);
 }
 
-/// Runs the kernel (`blocks` blocks from counter 0 into `out`) in one `asm!` block that first
-/// paints the 4 KiB below the stack pointer and afterwards counts the 8-byte words there that
-/// changed, with `extra` after the kernel. Signals are blocked meanwhile: a handler's frame
-/// would land in that region.
-fn painted_stack_words_changed(out: &mut [u8], blocks: usize, deliberate_store: bool) -> u64 {
-    assert!(out.len() >= BLOCK_LEN * blocks);
-    let key = key_for(3);
-    let (k, o) = (key.as_ptr(), out.as_mut_ptr());
-    // SAFETY: `set` is a valid signal set; `old` receives the previous mask, restored below.
+/// Template lines that paint the 4 KiB below the stack pointer with a pattern (x6-x8).
+macro_rules! paint {
+    () => {
+        concat!(
+            "mov x8, sp\nsub x6, x8, #4096\nmov x7, #0x5555555555555555\n",
+            "6:\nstr x7, [x6], #8\ncmp x6, x8\nb.ne 6b",
+        )
+    };
+}
+
+/// Template lines that count into x9 the 8-byte words of the 4 KiB below the stack pointer
+/// that no longer hold the pattern (x6-x10).
+macro_rules! count_changed {
+    () => {
+        concat!(
+            "mov x8, sp\nsub x6, x8, #4096\nmov x7, #0x5555555555555555\nmov x9, xzr\n",
+            "7:\nldr x10, [x6], #8\ncmp x10, x7\ncinc x9, x9, ne\ncmp x6, x8\nb.ne 7b",
+        )
+    };
+}
+
+/// `f` with every signal blocked: a handler's frame would land below the stack pointer.
+fn signals_blocked<T>(f: impl FnOnce() -> T) -> T {
+    // SAFETY: `set` is a filled signal set; `old` receives the previous mask, restored below.
     let mut old = unsafe { core::mem::zeroed::<libc::sigset_t>() };
     unsafe {
         let mut set = core::mem::zeroed::<libc::sigset_t>();
         libc::sigfillset(&mut set);
         assert_eq!(libc::pthread_sigmask(libc::SIG_SETMASK, &set, &mut old), 0);
     }
-    let changed: u64;
+    let result = f();
+    // SAFETY: restores the mask saved above.
+    let restored = unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, core::ptr::null_mut()) };
+    assert_eq!(restored, 0);
+    result
+}
+
+/// The words below the stack pointer that `blocks` blocks from counter 0 into `out` change:
+/// the kernel's template in one `asm!` block between the painting and the count, with a
+/// deliberate store below sp where asked (the count must then find it).
+fn kernel_stack_words_changed(out: &mut [u8], blocks: usize, deliberate_store: bool) -> u64 {
+    assert!(out.len() >= BLOCK_LEN * blocks);
+    let key = key_for(3);
+    let (k, o) = (key.as_ptr(), out.as_mut_ptr());
     macro_rules! painted {
         ($extra:literal) => {
-            // SAFETY: the kernel's contract as in `keystream`; the painting and the count
-            // touch only the 4 KiB below sp, which belong to this thread's stack and are
-            // dead (no frame is below this one, and signals are blocked).
-            unsafe {
-                kernel!(k, 0u64, o, blocks;
-                    concat!(
-                        "mov x8, sp\nsub x6, x8, #4096\nmov x7, #0x5555555555555555\n",
-                        "6:\nstr x7, [x6], #8\ncmp x6, x8\nb.ne 6b",
-                    ),
-                    concat!(
-                        $extra, "\nsub x6, x8, #4096\nmov x9, xzr\n",
-                        "7:\nldr x10, [x6], #8\ncmp x10, x7\ncinc x9, x9, ne\ncmp x6, x8\nb.ne 7b",
-                    );
-                    out("x6") _, out("x7") _, out("x8") _, out("x9") changed, out("x10") _)
-            }
+            signals_blocked(|| {
+                let changed: u64;
+                // SAFETY: the kernel's contract as in `keystream`; the painting and the
+                // count touch only the 4 KiB below sp, this thread's dead stack (no frame
+                // is below this one, and signals are blocked).
+                unsafe {
+                    kernel!(k, 0u64, o, blocks; paint!(), concat!($extra, "\n", count_changed!());
+                        out("x6") _, out("x7") _, out("x8") _, out("x9") changed, out("x10") _)
+                };
+                changed
+            })
         };
     }
     if deliberate_store {
-        painted!("str xzr, [x8, #-64]");
+        painted!("str xzr, [sp, #-64]")
     } else {
-        painted!("");
+        painted!("")
     }
-    // SAFETY: restores the mask saved above.
-    assert_eq!(
-        unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, core::ptr::null_mut()) },
-        0
-    );
-    changed
 }
 
-/// The kernel writes nothing below the stack pointer, for one pass, a partial pass and a
-/// refill's 16 blocks; the same count finds the one word a deliberate store changes.
+/// The kernel's template writes nothing below the stack pointer, for one pass, a partial
+/// pass and a refill's 16 blocks; the same count finds the one word a deliberate store changes.
 #[test]
-fn writes_nothing_on_the_stack() {
+fn kernel_writes_nothing_on_the_stack() {
     let mut out = vec![0u8; BLOCK_LEN * 16];
     for blocks in [1, 3, 4, 16] {
         assert_eq!(
-            painted_stack_words_changed(&mut out, blocks, false),
+            kernel_stack_words_changed(&mut out, blocks, false),
             0,
             "{blocks} blocks"
         );
@@ -156,5 +174,28 @@ fn writes_nothing_on_the_stack() {
             reference(&key_for(3), 0, blocks)[..]
         );
     }
-    assert_eq!(painted_stack_words_changed(&mut out, 1, true), 1);
+    assert_eq!(kernel_stack_words_changed(&mut out, 1, true), 1);
+}
+
+/// [`keystream`] itself, inlined between the painting and the count, in this build's
+/// optimisation level: no frame of its own, no call, nothing written below the stack pointer.
+#[test]
+fn keystream_writes_nothing_on_the_stack() {
+    let key = key_for(5);
+    let mut out = vec![0u8; BLOCK_LEN * 16];
+    let (k, o) = (key.as_ptr(), out.as_mut_ptr());
+    let changed = signals_blocked(|| {
+        let changed: u64;
+        // SAFETY: the painting and the count touch only the 4 KiB below sp, this thread's
+        // dead stack; 32 key bytes, 16 blocks of `out`.
+        unsafe {
+            asm!(paint!(), out("x6") _, out("x7") _, out("x8") _);
+            keystream(k, 0, o, 16);
+            asm!(count_changed!(), out("x6") _, out("x7") _, out("x8") _, out("x9") changed,
+                out("x10") _);
+        }
+        changed
+    });
+    assert_eq!(changed, 0);
+    assert_eq!(out, reference(&key, 0, 16));
 }
