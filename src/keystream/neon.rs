@@ -6,6 +6,9 @@
 //! Registers: v0-v15 the working state, v16-v19 scratch, v20 the byte table of the rotation
 //! by 8, v21 the constants, v22-v23 the key, v24-v25 the counters' low and high words per
 //! lane, v26 the counter step (4); x0-x5 the arguments, the round count and the table.
+//! Loads and stores are byte-wise (`.16b`), so the words are little-endian on either byte
+//! order.
+// Nothing but the tests calls the kernel until the dispatch selects it.
 #![cfg_attr(not(test), allow(dead_code))]
 
 use core::arch::asm;
