@@ -244,6 +244,8 @@ mod avx2;
 #[cfg(target_arch = "x86_64")]
 mod avx512;
 mod dispatch;
+#[cfg(target_arch = "aarch64")]
+mod neon;
 mod path;
 #[cfg(target_arch = "x86_64")]
 mod rider;
