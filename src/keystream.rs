@@ -71,7 +71,8 @@ pub(crate) fn direct_fill_in_place(blocks: &mut [Block; 16], dest: &mut [u8]) {
 
 /// [`direct_fill_in_place`] with an assembly kernel, which leaves nothing to scrub: the
 /// blocks of `rest` straight from the kernel, except that its last block, where it is
-/// partial or alone in its pass, rides along the refill (into `head` if partial). No key
+/// partial or (with a rider) alone in its pass, rides along the refill (into `head` if
+/// partial; without a rider, a call of its own). No key
 /// word is copied: the kernels read the key from `blocks`.
 fn direct_fill_with_kernel(
     kernel: dispatch::AsmKernel,
@@ -80,7 +81,8 @@ fn direct_fill_with_kernel(
     rest: &mut [u8],
 ) {
     const LANES: usize = 16; // the kernel's pass
-    let ride = !rest.len().is_multiple_of(BLOCK_LEN) || rest.len() / BLOCK_LEN % LANES == 1;
+    let alone = kernel.refill_and_block.is_some() && rest.len() / BLOCK_LEN % LANES == 1;
+    let ride = !rest.len().is_multiple_of(BLOCK_LEN) || alone;
     let direct = rest.len().div_ceil(BLOCK_LEN) - usize::from(ride);
     let state = blocks.as_mut_ptr().cast::<u8>();
     let (rest, last) = rest.split_at_mut(direct * BLOCK_LEN);
@@ -96,11 +98,17 @@ fn direct_fill_with_kernel(
         if direct > 0 {
             run(kernel.keystream, state, 16, rest.as_mut_ptr(), direct);
         }
-        if ride {
-            (kernel.refill_and_block)(state, 16 + direct as u64, state, extra);
-            crate::probe::kernel_call(3);
-        } else {
-            run(kernel.keystream, state, 0, state, 16);
+        match kernel.refill_and_block.filter(|_| ride) {
+            Some(refill_and_block) => {
+                refill_and_block(state, 16 + direct as u64, state, extra);
+                crate::probe::kernel_call(3);
+            }
+            None => {
+                if ride {
+                    run(kernel.keystream, state, 16 + direct as u64, extra, 1);
+                }
+                run(kernel.keystream, state, 0, state, 16);
+            }
         }
     }
     if last.len() < BLOCK_LEN {
@@ -244,7 +252,7 @@ mod avx2;
 #[cfg(target_arch = "x86_64")]
 mod avx512;
 mod dispatch;
-#[cfg(target_arch = "aarch64")]
+#[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
 mod neon;
 mod path;
 #[cfg(target_arch = "x86_64")]

@@ -48,8 +48,8 @@ pub(super) struct AsmKernel {
     /// pointer to the second. Safety: as `avx512::keystream`.
     pub(super) keystream: Keystream,
     /// Blocks 0..16 into the third pointer (which may be the key) and block `counter` into
-    /// the fourth. Safety: as `avx512::refill_and_block`.
-    pub(super) refill_and_block: RefillAndBlock,
+    /// the fourth, where the kernel has it. Safety: as `avx512::refill_and_block`.
+    pub(super) refill_and_block: Option<RefillAndBlock>,
 }
 
 /// The signature of an [`AsmKernel`]'s function.
@@ -57,15 +57,14 @@ pub(super) struct AsmKernel {
 pub(super) type Keystream =
     unsafe extern "sysv64" fn(key: *const u8, counter: u64, out: *mut u8, blocks: usize);
 #[cfg(not(target_arch = "x86_64"))]
-pub(super) type Keystream =
-    unsafe extern "C" fn(key: *const u8, counter: u64, out: *mut u8, blocks: usize);
+pub(super) type Keystream = unsafe fn(key: *const u8, counter: u64, out: *mut u8, blocks: usize);
 /// The signature of an [`AsmKernel`]'s refill with a block riding along.
 #[cfg(target_arch = "x86_64")]
 pub(super) type RefillAndBlock =
     unsafe extern "sysv64" fn(key: *const u8, counter: u64, refill: *mut u8, extra: *mut u8);
 #[cfg(not(target_arch = "x86_64"))]
 pub(super) type RefillAndBlock =
-    unsafe extern "C" fn(key: *const u8, counter: u64, refill: *mut u8, extra: *mut u8);
+    unsafe fn(key: *const u8, counter: u64, refill: *mut u8, extra: *mut u8);
 
 /// One keystream path's row of the table.
 pub(super) struct Row {
@@ -112,7 +111,7 @@ const TABLE: &[Row] = &[
         kernel: Some(AsmKernel {
             detected: avx512::detected,
             keystream: avx512::keystream,
-            refill_and_block: avx512::refill_and_block,
+            refill_and_block: Some(avx512::refill_and_block),
         }),
         ..row(KeystreamPath::Avx512, &[])
     },
@@ -125,7 +124,21 @@ const TABLE: &[Row] = &[
         ..row(KeystreamPath::Portable, &[SSE2_PASS])
     },
 ];
-#[cfg(not(target_arch = "x86_64"))]
+/// On AArch64 with NEON, fkrng's NEON kernel in assembly (as `portable`: no pin tells them
+/// apart); elsewhere the `chacha20` crate alone.
+#[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+const TABLE: &[Row] = &[Row {
+    kernel: Some(AsmKernel {
+        detected: || true,
+        keystream: super::neon::keystream,
+        refill_and_block: None,
+    }),
+    ..row(KeystreamPath::Portable, &[])
+}];
+#[cfg(not(any(
+    target_arch = "x86_64",
+    all(target_arch = "aarch64", target_feature = "neon")
+)))]
 const TABLE: &[Row] = &[row(KeystreamPath::Portable, &[])];
 /// `small_stack.rs` computes refills and byte fills; direct `write_blocks` calls take the crate.
 const SMALL_STACK: Row = row(KeystreamPath::SmallStack, &[]);

@@ -8,8 +8,6 @@
 //! lane, v26 the counter step (4); x0-x5 the arguments, the round count and the table.
 //! Loads and stores are byte-wise (`.16b`), so the words are little-endian on either byte
 //! order.
-// Nothing but the tests calls the kernel until the dispatch selects it.
-#![cfg_attr(not(test), allow(dead_code))]
 
 use core::arch::asm;
 

@@ -14,8 +14,8 @@ pub enum KeystreamPath {
     /// fkrng's 8-block (512-byte) AVX2 pass kernel, on x86-64 CPUs with AVX2 but not AVX-512F.
     Avx2,
     /// On x86-64 CPUs without AVX2, fkrng's 4-block (256-byte) SSE2 pass kernel, with the
-    /// `chacha20` crate for what whole passes leave; on other targets the crate alone, with
-    /// the backend it picks (NEON on AArch64, plain Rust elsewhere).
+    /// `chacha20` crate for what whole passes leave; on AArch64, fkrng's NEON kernel in
+    /// assembly (every build: it writes no stack); on other targets the crate alone.
     Portable,
     /// fkrng's one-block plain-Rust ChaCha20 (`keystream/small_stack.rs`), on CPUs and
     /// targets without an assembly kernel, unless a path is pinned, in builds with debug
