@@ -7,7 +7,7 @@
 //! that kernel, which writes no stack, reads the key from the state and clears its registers;
 //! elsewhere every key-derived value lives in registers or in the frames of a never-inlined
 //! `*_below` callee, below its caller, which holds no key word; [`scrub::below`] clears the
-//! registers (x86-64, AArch64) and zeroes those frames when the callee returns.
+//! registers (x86-64) and zeroes those frames when the callee returns.
 
 use chacha20::ChaCha20LegacyCore;
 use chacha20::cipher::array::Array;

@@ -1,7 +1,7 @@
 //! Erasing what a keystream computation leaves behind, on every path and profile. Contract:
 //! once the computation [`below`] runs returns (its key-derived values held in registers and
 //! in never-inlined callees' frames below the caller), the vector and caller-saved general
-//! registers are cleared (x86-64, AArch64) and [`SCRUB_BYTES`] below the caller zeroed, in a
+//! registers are cleared (x86-64) and [`SCRUB_BYTES`] below the caller zeroed, in a
 //! frame of its own; nothing else is touched or registered with the OS. Registers saved in a
 //! signal frame meanwhile are not reached (docs/SECURITY.md).
 
@@ -114,33 +114,8 @@ unsafe fn clear_zmm() {
     }
 }
 
-/// Clears all 32 SIMD registers whole (only the low halves of v8-v15 are callee-saved, and
-/// the C ABI declares them all clobbered) and the caller-saved general registers x0-x17.
-#[cfg(all(target_arch = "aarch64", not(miri)))]
-#[inline(always)]
-fn clear_registers() {
-    // SAFETY: the block only writes registers the C ABI's clobber list declares.
-    unsafe {
-        core::arch::asm!(
-            "movi v0.16b, #0\nmovi v1.16b, #0\nmovi v2.16b, #0\nmovi v3.16b, #0",
-            "movi v4.16b, #0\nmovi v5.16b, #0\nmovi v6.16b, #0\nmovi v7.16b, #0",
-            "movi v8.16b, #0\nmovi v9.16b, #0\nmovi v10.16b, #0\nmovi v11.16b, #0",
-            "movi v12.16b, #0\nmovi v13.16b, #0\nmovi v14.16b, #0\nmovi v15.16b, #0",
-            "movi v16.16b, #0\nmovi v17.16b, #0\nmovi v18.16b, #0\nmovi v19.16b, #0",
-            "movi v20.16b, #0\nmovi v21.16b, #0\nmovi v22.16b, #0\nmovi v23.16b, #0",
-            "movi v24.16b, #0\nmovi v25.16b, #0\nmovi v26.16b, #0\nmovi v27.16b, #0",
-            "movi v28.16b, #0\nmovi v29.16b, #0\nmovi v30.16b, #0\nmovi v31.16b, #0",
-            "mov x0, xzr\nmov x1, xzr\nmov x2, xzr\nmov x3, xzr\nmov x4, xzr",
-            "mov x5, xzr\nmov x6, xzr\nmov x7, xzr\nmov x8, xzr\nmov x9, xzr",
-            "mov x10, xzr\nmov x11, xzr\nmov x12, xzr\nmov x13, xzr\nmov x14, xzr",
-            "mov x15, xzr\nmov x16, xzr\nmov x17, xzr",
-            clobber_abi("C"),
-            options(nomem, nostack, preserves_flags),
-        );
-    }
-}
-
-/// No register clearing on other architectures and under Miri (docs/SECURITY.md).
-#[cfg(any(not(any(target_arch = "x86_64", target_arch = "aarch64")), miri))]
+/// No register clearing on other architectures (on AArch64 with NEON the assembly kernel
+/// runs instead) and under Miri (docs/SECURITY.md).
+#[cfg(any(not(target_arch = "x86_64"), miri))]
 #[inline(always)]
 fn clear_registers() {}
