@@ -810,6 +810,19 @@ fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
+/// As root, a scratch directory of `mode` for a test that gives files to nobody; as another
+/// user, `None`, after saying that the test is skipped.
+fn root_scratch_dir(name: &str, mode: u32) -> Option<std::path::PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    if !is_root() {
+        println!("not root: cannot give files to another user; skipping");
+        return None;
+    }
+    let dir = scratch_dir(name);
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(mode)).unwrap();
+    Some(dir)
+}
+
 /// An existing file is written in place, as `>` writes it: the same inode, holding only the
 /// new bytes, with its owner, group, mode and extended attributes, and a hard link to it
 /// reads the new bytes. Modes 0640, 0604 and 02750 and, when the tests run as root, owner
@@ -871,12 +884,9 @@ fn out_writes_an_existing_file_in_place() {
 #[test]
 fn out_writes_a_file_of_another_owner_in_place() {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
-    if !is_root() {
-        println!("not root: cannot make a file another user may write; skipping");
+    let Some(dir) = root_scratch_dir("not-mine", 0o755) else {
         return;
-    }
-    let dir = scratch_dir("not-mine");
-    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    };
     let path = dir.join("shared.key");
     std::fs::write(&path, b"old key\n").unwrap();
     std::os::unix::fs::chown(&path, Some(0), Some(NOBODY)).unwrap();
@@ -1023,13 +1033,10 @@ fn out_through_a_symbolic_link() {
 /// planted name's owner could read unless `>` would put it there too.
 #[test]
 fn out_in_a_sticky_directory_follows_the_kernel() {
-    use std::os::unix::fs::{MetadataExt, PermissionsExt};
-    if !is_root() {
-        println!("not root: cannot plant names as another user; skipping");
+    use std::os::unix::fs::MetadataExt;
+    let Some(dir) = root_scratch_dir("sticky", 0o1777) else {
         return;
-    }
-    let dir = scratch_dir("sticky");
-    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    };
     let link = dir.join("planted-link");
     std::os::unix::fs::symlink(dir.join("where-it-points"), &link).unwrap();
     std::os::unix::fs::lchown(&link, Some(NOBODY), Some(NOBODY)).unwrap();
