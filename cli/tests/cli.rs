@@ -797,7 +797,15 @@ fn out_writes_a_0600_file() {
     );
     assert_eq!(status.code(), Some(0), "{err}");
     assert_eq!(std::fs::read(&path).unwrap().len(), 64);
-    assert_eq!(names_in(&dir).len(), 6, "{:?}", names_in(&dir));
+    // Mode 0600 whatever the umask: one that would widen it, one that would narrow it.
+    for umask in ["000", "277"] {
+        let name = format!("umask{umask}");
+        let (status, err) = shell(&dir, &format!("umask {umask}; fkrng --raw --out {name} 8"));
+        assert_eq!(status.code(), Some(0), "{err}");
+        let meta = std::fs::metadata(dir.join(&name)).unwrap();
+        assert_eq!(meta.permissions().mode() & 0o7777, 0o600, "umask {umask}");
+    }
+    assert_eq!(names_in(&dir).len(), 8, "{:?}", names_in(&dir));
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
