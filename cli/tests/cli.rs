@@ -721,6 +721,9 @@ fn help_explains_every_option() {
         "/dev/null",
         "-rand",
         "-provider-path",
+        "fkrng writes raw bytes to a regular file, as openssl rand does (fkrng 32 > key.bin), \
+         and hex to anything else",
+        "O_CREAT|O_EXCL",
     ] {
         assert!(help.contains(needle), "--help lacks {needle}");
     }
