@@ -1334,7 +1334,7 @@ fn writing_a_large_file(path: &std::path::Path, hup_ignored: bool) -> Child {
         .stdin(Stdio::null())
         .stderr(Stdio::null());
     // SAFETY: the closure runs in the child between fork and exec and calls only
-    // setrlimit(2) and signal(2), both async-signal-safe, with a valid rlimit.
+    // setrlimit(2) and signal(2), both async-signal-safe, with valid rlimits.
     unsafe {
         command.pre_exec(move || {
             let none = libc::rlimit {
@@ -1342,6 +1342,12 @@ fn writing_a_large_file(path: &std::path::Path, hup_ignored: bool) -> Child {
                 rlim_max: 0,
             };
             libc::setrlimit(libc::RLIMIT_CORE, &none);
+            // A run whose signal is lost stops at 16 GiB (SIGXFSZ) instead of filling the disk.
+            let cap = libc::rlimit {
+                rlim_cur: 16 << 30,
+                rlim_max: 16 << 30,
+            };
+            libc::setrlimit(libc::RLIMIT_FSIZE, &cap);
             if hup_ignored {
                 libc::signal(libc::SIGHUP, libc::SIG_IGN);
             }
