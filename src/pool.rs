@@ -2,7 +2,8 @@
 //! thread costs a slot, not a kernel mapping.
 //!
 //! Invariants: a chunk ([`CHUNK_LEN`]; on Linux one `MADV_WIPEONFORK` + `MADV_DONTDUMP` mapping) is
-//! published once into the first empty entry of a fixed directory and never unmapped; slots never
+//! published once into the first empty entry of a fixed directory and unmapped only once sealed
+//! with none of its slots leased ([`StatePool::close`]); slots never
 //! straddle a page. Claim words in static memory (`claims.rs`, model-checked in
 //! `pool/loom_model.rs`) mark leased slots; a slot is zeroed before its claim is released and again
 //! when claimed. No lock anywhere: a signal handler or forked child never waits. A forked child's
@@ -18,7 +19,7 @@ use crate::os::pages::{Advice, note_advice, os};
 use core::alloc::Layout;
 use core::marker::PhantomData;
 use core::ptr::{self, NonNull};
-use core::sync::atomic::Ordering::{AcqRel, Acquire};
+use core::sync::atomic::Ordering::{AcqRel, Acquire, Release};
 use core::sync::atomic::{AtomicPtr, AtomicUsize};
 
 /// Bytes of one chunk: 256 KiB on Linux and Android (64 pages of 4 KiB, one mapping), 64
@@ -143,8 +144,8 @@ impl<T> StatePool<T> {
             unsafe { os::unmap(p, g.len, chunk_layout(&g)) };
         }
         let (c, base, i) = found?;
-        // SAFETY: `base` is a published chunk of `g.len` bytes, which stays mapped for the
-        // process's lifetime, and slot `i` lies inside it.
+        // SAFETY: `base` is a published chunk of `g.len` bytes, which stays mapped while a slot
+        // of it is claimed (`close`), and slot `i` lies inside it.
         let slot = unsafe { base.add(g.offset(i)) }.cast::<T>();
         // Zeroed again: a slot freed in a forked child without wipe-on-fork holds its old state.
         // SAFETY: the slot is claimed by this thread alone, aligned and `stride` bytes long,
@@ -165,6 +166,33 @@ impl<T> StatePool<T> {
         debug_assert_eq!(len, g.len);
         note_advice(self.advice, wiped);
         Some(p)
+    }
+
+    /// Unmaps every chunk with no slot leased, sealed first so that it is never leased again
+    /// (a later lease maps a new chunk); a chunk with a leased slot stays. For this copy of the
+    /// code's unload or the process's exit, when other threads may still lease and read.
+    #[cfg_attr(
+        not(all(any(target_os = "linux", target_os = "android"), not(miri))),
+        allow(dead_code)
+    )]
+    pub(crate) fn close(&self) {
+        let g = Self::geometry();
+        for chunk in &self.chunks {
+            let base = chunk.base.load(Acquire);
+            if !base.is_null() && claims::seal(&chunk.claimed, g.slots) {
+                // Unpublished first: a forked child's reset stops here, and never frees the seal.
+                chunk.base.store(ptr::null_mut(), Release);
+                // SAFETY: a chunk `map_chunk` mapped with this geometry, sealed by this call:
+                // no slot of it is leased or can be, so nothing refers into it.
+                unsafe {
+                    os::unmap(
+                        NonNull::new(base).expect("non-null"),
+                        g.len,
+                        chunk_layout(&g),
+                    )
+                };
+            }
+        }
     }
 
     /// In a forked child (the child handler): every slot's claim cleared but `keep`'s (the
