@@ -143,7 +143,7 @@ threads_test=target/debug/threads_test
 cc -O2 -g -Wall -Wextra -Werror -Iffi/include ffi/tests/c/threads_test.c target/debug/libfkrng_ffi.a \
     -lpthread -ldl -lm -o "$threads_test"
 for tool in helgrind drd; do
-    checker=(valgrind --tool=$tool -q --error-exitcode=1 --suppressions=scripts/valgrind.supp)
+    checker=(valgrind --tool=$tool -q --error-exitcode=1 --num-callers=40 --suppressions=scripts/valgrind.supp)
     "${checker[@]}" "$threads_test" 20 2000
     for race in race buffer-race; do
         rc=0

@@ -63,6 +63,7 @@ pub(crate) fn disarm() {
 
 /// Deletes the key unless a call is using it (only at process exit, where other threads still
 /// run); later calls find no key. Called once, at this copy's unload or the process's exit.
+#[cfg_attr(not(any(target_os = "linux", target_os = "android")), allow(dead_code))]
 pub(crate) fn close() {
     let key = KEY.swap(CLOSED, SeqCst);
     if key != 0 && key != CLOSED && USERS.load(SeqCst) == 0 {
