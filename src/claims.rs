@@ -81,25 +81,23 @@ pub(crate) fn release<W: Word>(words: &[W], i: usize) {
 }
 
 /// Claims every slot of a chunk of `slots` slots at once if none is claimed: `true`, and no slot
-/// of it is leased again (until a forked child's [`reset`]); `false`, the claims unchanged, if a
-/// slot is leased.
+/// of it is leased again (until a forked child's [`reset`]); `false`, the claims unchanged.
 pub(crate) fn seal<W: Word>(words: &[W], slots: usize) -> bool {
-    for (w, word) in words.iter().enumerate() {
-        loop {
-            match word.claim_weak(0, mask(slots, w)) {
-                Ok(_) => break,
-                Err(0) => continue,
-                Err(_) => {
-                    // Only the words sealed above are this call's to give back.
-                    for (v, sealed) in words[..w].iter().enumerate() {
-                        sealed.fetch_and(!mask(slots, v), Release);
-                    }
-                    return false;
-                }
-            }
+    let seal = |w: usize| loop {
+        match words[w].claim_weak(0, mask(slots, w)) {
+            Ok(_) => return true,
+            Err(0) => {} // a spurious failure
+            Err(_) => return false,
+        }
+    };
+    let sealed = (0..words.len()).take_while(|&w| seal(w)).count();
+    if sealed < words.len() {
+        // Only the words sealed here are this call's to give back.
+        for (w, word) in words[..sealed].iter().enumerate() {
+            word.fetch_and(!mask(slots, w), Release);
         }
     }
-    true
+    sealed == words.len()
 }
 
 /// Clears every claim but `keep`'s (the caller's slot, set throughout): one store per word,

@@ -171,29 +171,19 @@ impl<T> StatePool<T> {
         Some(p)
     }
 
-    /// Unmaps every chunk with no slot leased, sealed first so that it is never leased again
-    /// (a later lease maps a new chunk); a chunk with a leased slot stays. For this copy of the
-    /// code's unload or the process's exit, when other threads may still lease and read.
-    #[cfg_attr(
-        not(all(any(target_os = "linux", target_os = "android"), not(miri))),
-        allow(dead_code)
-    )]
+    /// Unmaps every chunk with no slot leased, sealed first so that no lease takes it again; a
+    /// chunk with a leased slot stays. At unload or exit, while other threads may still lease.
+    #[cfg(all(any(target_os = "linux", target_os = "android"), not(miri)))]
     pub(crate) fn close(&self) {
         let g = Self::geometry();
         for chunk in &self.chunks {
-            let base = chunk.base.load(Acquire);
-            if !base.is_null() && claims::seal(&chunk.claimed, g.slots) {
-                // Unpublished first: a forked child's reset stops here, and never frees the seal.
+            if let Some(base) = NonNull::new(chunk.base.load(Acquire))
+                && claims::seal(&chunk.claimed, g.slots)
+            {
+                // Unpublished first: a forked child's reset stops here and leaves the seal.
                 chunk.base.store(ptr::null_mut(), Release);
-                // SAFETY: a chunk `map_chunk` mapped with this geometry, sealed by this call:
-                // no slot of it is leased or can be, so nothing refers into it.
-                unsafe {
-                    os::unmap(
-                        NonNull::new(base).expect("non-null"),
-                        g.len,
-                        chunk_layout(&g),
-                    )
-                };
+                // SAFETY: mapped by `map_chunk` with this geometry; sealed, nothing refers into it.
+                unsafe { os::unmap(base, g.len, chunk_layout(&g)) };
             }
         }
     }

@@ -14,12 +14,9 @@ const CLOSED: usize = usize::MAX;
 /// Calls between their read of [`KEY`] and their last use of the key.
 static USERS: AtomicUsize = AtomicUsize::new(0);
 
-/// Runs `f` on the key (created with `destructor`, if given, where there is none) while
-/// [`close`] cannot delete it; `None` once closed or where there is no key.
-fn with_key<R>(
-    destructor: Option<Destructor>,
-    f: impl FnOnce(libc::pthread_key_t) -> R,
-) -> Option<R> {
+/// Sets the calling thread's value of the key, first creating the key with `destructor` (if
+/// given) where there is none, while [`close`] cannot delete it; `false` once closed or keyless.
+fn set(value: *const c_void, destructor: Option<Destructor>) -> bool {
     // Sequentially consistent with `close`: either it sees this user, or this sees CLOSED.
     USERS.fetch_add(1, SeqCst);
     let mut key = KEY.load(SeqCst);
@@ -37,9 +34,12 @@ fn with_key<R>(
             key = theirs;
         }
     }
-    let result = (key != 0 && key != CLOSED).then(|| f((key - 1) as libc::pthread_key_t));
+    // SAFETY: a key this process created, and not deleted (not CLOSED, and counted in USERS).
+    let set = key != 0
+        && key != CLOSED
+        && unsafe { libc::pthread_setspecific((key - 1) as libc::pthread_key_t, value) } == 0;
     USERS.fetch_sub(1, SeqCst);
-    result
+    set
 }
 
 /// Arranges for `destructor` to run at the calling thread's exit, after its thread-local
@@ -47,23 +47,18 @@ fn with_key<R>(
 /// or it was closed.
 pub(crate) fn arm(destructor: Destructor) -> bool {
     // Any non-null value makes the destructor run; it is never dereferenced.
-    // SAFETY: a live key of this process (`with_key`).
-    let set = |key| unsafe { libc::pthread_setspecific(key, core::ptr::dangling::<c_void>()) };
-    with_key(Some(destructor), set) == Some(0)
+    set(core::ptr::dangling(), Some(destructor))
 }
 
-/// Undoes [`arm`] for the calling thread, whose exit then calls no destructor of this copy of
-/// the code (which a `dlclose` after its thread-local destructors may unmap).
+/// Undoes [`arm`]: the calling thread's exit then calls no code of this copy (which a `dlclose`
+/// after its thread-local destructors may unmap).
 pub(crate) fn disarm() {
-    // SAFETY: a live key of this process (`with_key`); a null value is always valid.
-    with_key(None, |key| unsafe {
-        libc::pthread_setspecific(key, core::ptr::null())
-    });
+    set(core::ptr::null(), None);
 }
 
-/// Deletes the key unless a call is using it (only at process exit, where other threads still
-/// run); later calls find no key. Called once, at this copy's unload or the process's exit.
-#[cfg_attr(not(any(target_os = "linux", target_os = "android")), allow(dead_code))]
+/// Deletes the key unless a call is using it (only at exit, where other threads still run);
+/// later calls find no key. Called once, at this copy's unload or the process's exit.
+#[cfg(any(target_os = "linux", target_os = "android"))]
 pub(crate) fn close() {
     let key = KEY.swap(CLOSED, SeqCst);
     if key != 0 && key != CLOSED && USERS.load(SeqCst) == 0 {

@@ -243,16 +243,14 @@ fn state_page() -> Option<*mut u8> {
     }
 }
 
-/// Unmaps the state page if no state is leased, sealing every claim first so that no state is
-/// leased again (later seeds take the system call). For this copy of the code's unload or the
-/// process's exit, when other threads may still seed.
+/// Unmaps the state page unless a state is leased, sealing the claims first (later seeds take
+/// the system call). At unload or exit, while other threads may still seed.
 pub(crate) fn close() {
-    if claims::seal(&CLAIMS, MAX_STATES) {
-        let page = STATE_PAGE.swap(null_mut(), Ordering::AcqRel);
-        if !page.is_null() {
-            // SAFETY: the page `state_page` published; sealed, no state of it is in use or can be.
-            unsafe { libc::munmap(page.cast(), PAGE) };
-        }
+    let page =
+        claims::seal(&CLAIMS, MAX_STATES).then(|| STATE_PAGE.swap(null_mut(), Ordering::AcqRel));
+    if let Some(page) = page.filter(|p| !p.is_null()) {
+        // SAFETY: the page `state_page` published; sealed, no state of it is in use or can be.
+        unsafe { libc::munmap(page.cast(), PAGE) };
     }
 }
 
