@@ -9,6 +9,7 @@
 #       injection: the /dev/urandom fallback);
 #     - every getrandom system call failing (strace fault injection): -1 and EIO, the
 #       buffer untouched, and a one-line message and SIGABRT from the void functions;
+#     - a process that exits while 16 threads read, 8 of them making their first reads;
 #     - a C program that dlopens libfkrng_ffi.so (no static-TLS failure) and dlcloses it;
 #     - a Rust library embedding fkrng (ffi/plugin-check/, no -z nodelete), dlclosed while a
 #       thread that read through it lives, then that thread's exit: the host survives;
@@ -97,6 +98,10 @@ file -L "$work/static_test" | grep -q 'statically linked' ||
 [[ $(nm "$work/static_test" | grep -c ' T arc4random_buf$') == 1 ]] ||
   { echo "ffi: FAILED: static_test holds more than one arc4random_buf" >&2; exit 1; }
 "$work/static_test"
+
+echo "-- the process exits while 16 threads read (fkrng's unload code runs at exit), 20 times"
+cc "${cflags[@]}" ffi/tests/c/exit_test.c "$lib/libfkrng_ffi.a" -lpthread -ldl -lm -o "$work/exit_test"
+for _ in {1..20}; do "$work/exit_test"; done
 
 echo "-- errno unchanged by calls that succeed (plainly, and with getrandom failing with ENOSYS)"
 cc "${cflags[@]}" ffi/tests/c/errno_test.c "$lib/libfkrng_ffi.a" -lpthread -ldl -lm \
