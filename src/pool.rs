@@ -337,6 +337,39 @@ mod tests {
         assert_eq!(POOL.census(), (1, 0));
     }
 
+    /// Closing unmaps a chunk with no slot leased and never leases from it again, and leaves a
+    /// chunk with a leased slot as it was, its state readable and its free slots leased next.
+    #[cfg(all(any(target_os = "linux", target_os = "android"), not(miri)))]
+    #[test]
+    fn close_unmaps_only_chunks_without_a_leased_slot() {
+        static POOL: StatePool<State> = StatePool::new(Advice::WipeOnFork);
+        let g = StatePool::<State>::geometry();
+        let mut leases: Vec<_> = (0..g.slots + 1).map(|_| POOL.lease().unwrap()).collect();
+        drop(leases.pop());
+        let kept = leases.pop().unwrap();
+        fill(&kept, 0x5a);
+        drop(leases);
+        POOL.close();
+        let base = |c: usize| POOL.chunks[c].base.load(Acquire) as usize;
+        assert_ne!(base(0), 0, "a chunk with a leased slot was closed");
+        assert_eq!(base(1), 0, "a chunk with no leased slot stayed published");
+        assert!(bytes(&kept).iter().all(|&b| b == 0x5a));
+        let again: Vec<_> = (0..g.slots).map(|_| POOL.lease().unwrap()).collect();
+        let in_first = |p: usize| (base(0)..base(0) + g.len).contains(&p);
+        let (first, rest): (Vec<_>, Vec<_>) = again
+            .iter()
+            .map(|l| l.as_ptr() as usize)
+            .partition(|&p| in_first(p));
+        assert_eq!(
+            first.len(),
+            g.slots - 1,
+            "the open chunk's free slots come first"
+        );
+        assert_eq!(rest.len(), 1);
+        // The sealed entry takes a new chunk it never leases from; the lease is in the next.
+        assert!((base(2)..base(2) + g.len).contains(&rest[0]));
+    }
+
     /// Slots tile every unit from its start, never straddle one, and map back to their
     /// index; the claim masks cover exactly the chunk's slots.
     #[test]
