@@ -9,6 +9,8 @@ pub(crate) mod pages;
 #[cfg(all(unix, not(miri)))]
 pub(crate) mod thread_exit;
 #[cfg(all(target_os = "linux", target_arch = "x86_64", not(miri)))]
+pub(crate) mod valgrind;
+#[cfg(all(target_os = "linux", target_arch = "x86_64", not(miri)))]
 pub(crate) mod vdso;
 pub(crate) mod vmclock;
 

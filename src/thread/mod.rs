@@ -8,6 +8,8 @@ pub(crate) mod hooks;
 mod state;
 #[cfg(test)]
 mod tests;
+#[cfg(all(any(target_os = "linux", target_os = "android"), not(miri)))]
+mod unload;
 
 use crate::error::Error;
 use crate::lifecycle::one_off::one_off_fill;
@@ -37,6 +39,10 @@ impl Owner {
         set_slot(UNAVAILABLE);
         // Now a handler finds the slot released, not half-wiped (no destructor runs mid-read).
         compiler_fence(Ordering::SeqCst);
+        // The thread-exit key has nothing left to do: the C library then calls no code of this
+        // copy after the thread-local destructors, when a `dlclose` may have unmapped it.
+        #[cfg(all(unix, not(miri)))]
+        crate::os::thread_exit::disarm();
         #[cfg(test)]
         tests::record_release(&lease);
         drop(lease);
