@@ -7,6 +7,9 @@
 #       call (the VMClock probe), reseeds, the reads after them, a new thread and a forked
 #       child, once plainly and once with getrandom failing with ENOSYS (strace fault
 #       injection: the /dev/urandom fallback);
+#     - a thread with a deferred cancel pending calling arc4random (preloaded) and
+#       fkrng_fill at the process's first read, plainly and on the /dev/urandom fallback:
+#       the call returns, and the thread is cancelled at its next cancellation point;
 #     - every getrandom system call failing (strace fault injection): -1 and EIO, the
 #       buffer untouched, and a one-line message and SIGABRT from the void functions;
 #     - a C program that dlopens libfkrng_ffi.so (no static-TLS failure) and dlcloses it;
@@ -101,6 +104,16 @@ cc "${cflags[@]}" ffi/tests/c/errno_test.c "$lib/libfkrng_ffi.a" -lpthread -ldl 
 strace -f -qq -o /dev/null -e trace=getrandom -e inject=getrandom:error=ENOSYS \
   "$work/errno_test" >"$work/errno_test.enosys.log" || { cat "$work/errno_test.enosys.log"; exit 1; }
 tail -n 1 "$work/errno_test.log"
+
+echo "-- a pending pthread_cancel: arc4random (preloaded) and fkrng_fill return, then the thread is cancelled"
+cc "${cflags[@]}" ffi/tests/c/cancel_test.c -o "$work/cancel_test" -L"$lib" -lfkrng_ffi \
+  -Wl,-rpath,"$lib" -lpthread -ldl
+for function in arc4random fkrng_fill; do
+  # The process's first read (the VMClock probe), then the /dev/urandom fallback.
+  LD_PRELOAD=$so "$work/cancel_test" "$function"
+  LD_PRELOAD=$so strace -f -qq -o /dev/null -e trace=getrandom -e inject=getrandom:error=ENOSYS \
+    "$work/cancel_test" "$function"
+done
 
 echo "-- every getrandom system call failing with EIO (strace -e inject)"
 cc "${cflags[@]}" ffi/tests/c/fail_test.c "$lib/libfkrng_ffi.a" -lpthread -ldl -lm \

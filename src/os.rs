@@ -5,6 +5,8 @@ pub(crate) mod clock;
 pub(crate) mod diversifier;
 #[cfg(all(any(target_os = "linux", target_os = "android"), not(miri)))]
 mod entropy;
+#[cfg(all(any(target_os = "linux", target_os = "android"), not(miri)))]
+pub(crate) mod nocancel;
 pub(crate) mod pages;
 #[cfg(all(unix, not(miri)))]
 pub(crate) mod thread_exit;
