@@ -26,6 +26,8 @@
 #   --cfg fkrng_test_hooks, to count its one-off reads):
 #     - 1,000,000 16-byte getrandom::fill calls, through getrandom 0.4 and 0.3, under strace:
 #       at most 20 getrandom system calls through fkrng;
+#     - fkrng::getrandom_backend_serves(): true with the cfg, false in a build with fkrng's
+#       feature whose RUSTFLAGS lack it;
 #     - 1,000,000 uuid v4 values, all distinct; a forked child's bytes differ from the
 #       parent's; fills from a signal handler and from a thread-local destructor take fkrng's
 #       one-off path.
@@ -233,6 +235,11 @@ for api in fill fill03; do
 done
 strace -f -qq -c -e trace=getrandom -o "$work/default.strace" "$default_bin" fill 100000
 echo "ffi: getrandom 0.4, default backend: $(syscalls "$work/default.strace") getrandom system calls for 100000 calls"
+# fkrng's feature without the cfg (a RUSTFLAGS that replaces it): the query says so.
+(cd "$check_dir" && CARGO_ENCODED_RUSTFLAGS= \
+  cargo build --quiet --release --locked --features fkrng --target-dir "$fkrng_target/no-cfg")
+"$fkrng_target/no-cfg/release/fkrng-getrandom-check" serves no
+"$fkrng_bin" serves yes
 for bin in "$default_bin" "$fkrng_bin"; do
   "$bin" uuid "$calls"
   "$bin" fork
