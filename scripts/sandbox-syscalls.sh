@@ -39,7 +39,7 @@ phase, seen, flags = {}, {}, {}
 flag = re.compile(r"\b(?:PROT|MAP|MADV)_[A-Z]+(?:_[A-Z]+)*\b")
 def flags_of(call):
     named = set(flag.findall(call))
-    if re.search(r"MAP_\w+\|0x8\b", call):
+    if re.search(r", 0x8(?: /\* MAP_\?\?\? \*/)?\|MAP_ANONYMOUS", call):
         named.add("MAP_DROPPABLE")
     return named
 for line in open(trace):
@@ -69,7 +69,8 @@ rows = {}
 for line in text[start:].splitlines()[3:]:
     if not line.startswith("|"):
         break
-    cells = [c.strip() for c in line.strip().strip("|").split("|")]
+    # Cells split at the pipes that are not escaped (`PROT_READ\|PROT_WRITE` is one).
+    cells = [c.strip() for c in re.split(r"(?<!\\)\|", line.strip().strip("|"))]
     key = re.search(r"`([a-z-]+)`", cells[0]).group(1)
     calls = lambda cell: set(c for c in re.findall(r"`(\w+)`", cell) if not flag.match(c))
     rows[key] = (calls(cells[1]), calls(cells[2]), set(flag.findall(line)))

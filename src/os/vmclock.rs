@@ -60,16 +60,9 @@ impl Unusable {
     /// (`EMFILE`, `ENFILE`, `ENOMEM`, `EINTR`, `EAGAIN`) can change, so the probe is made
     /// again at the next seed.
     pub(crate) fn is_final(&self) -> bool {
-        const FINAL: [i32; 6] = [
-            libc::ENOENT,
-            libc::ENODEV,
-            libc::ENXIO,
-            libc::ENOTDIR,
-            libc::EACCES,
-            libc::EPERM,
-        ];
+        use libc::{EACCES, ENODEV, ENOENT, ENOTDIR, ENXIO, EPERM};
         match self {
-            Self::Open(e) => FINAL.contains(e),
+            Self::Open(e) => matches!(*e, ENOENT | ENODEV | ENXIO | ENOTDIR | EACCES | EPERM),
             Self::Map(e) => *e == libc::ENODEV,
             Self::NotAPage | Self::BadMagic | Self::BadVersion | Self::TooSmall => true,
             Self::NoCounter | Self::Unsettled => true,
