@@ -109,27 +109,7 @@ mod linux {
             kill,
             allow,
         ]);
-        let prog = libc::sock_fprog {
-            len: program.len() as u16,
-            filter: program.as_mut_ptr(),
-        };
-        // SAFETY: `prctl` with these options reads only `prog` and the program it points to,
-        // both alive for the call.
-        unsafe {
-            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
-                return Err(format!("no_new_privs: {}", std::io::Error::last_os_error()));
-            }
-            let filter = libc::SECCOMP_MODE_FILTER as libc::c_ulong;
-            if libc::prctl(
-                libc::PR_SET_SECCOMP,
-                filter,
-                &prog as *const libc::sock_fprog,
-            ) != 0
-            {
-                return Err(format!("seccomp: {}", std::io::Error::last_os_error()));
-            }
-        }
-        Ok(())
+        fkrng_test_support::seccomp::install(&mut program)
     }
 
     fn read16() -> [u8; 16] {
