@@ -46,22 +46,11 @@ impl Descriptor {
             events: libc::POLLIN,
             revents: 0,
         };
-        let (no_timeout, no_mask) = (
-            core::ptr::null::<libc::timespec>(),
-            core::ptr::null::<u64>(),
-        );
+        let null = core::ptr::null::<core::ffi::c_void>();
         // SAFETY: `pfd` is one valid, writable `pollfd`; a NULL timeout waits, a NULL signal
         // mask (of 8 bytes) keeps the thread's.
-        let n = unsafe {
-            libc::syscall(
-                libc::SYS_ppoll,
-                &mut pfd,
-                1 as c_long,
-                no_timeout,
-                no_mask,
-                8usize,
-            )
-        };
+        let n =
+            unsafe { libc::syscall(libc::SYS_ppoll, &mut pfd, 1 as c_long, null, null, 8usize) };
         n as c_int
     }
 }
