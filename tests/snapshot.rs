@@ -8,8 +8,8 @@
 //!
 //! Runs without the test harness, so that the process is single-threaded and has not read
 //! the generator when it forks the children that probe unusable stand-ins (the device is
-//! probed once per process, at the first seeding), and so that the reseed counters are
-//! exact.
+//! probed at a process's first seeding, again only after a failure that can pass), and so
+//! that the reseed counters are exact.
 
 #[cfg(all(
     fkrng_test_hooks,
