@@ -7,6 +7,9 @@
 #       call (the VMClock probe), reseeds, the reads after them, a new thread and a forked
 #       child, once plainly and once with getrandom failing with ENOSYS (strace fault
 #       injection: the /dev/urandom fallback);
+#     - a thread with a deferred cancel pending calling arc4random (preloaded) and
+#       fkrng_fill at the process's first read, plainly and on the /dev/urandom fallback:
+#       the call returns, and the thread is cancelled at its next cancellation point;
 #     - every getrandom system call failing (strace fault injection): -1 and EIO, the
 #       buffer untouched, and a one-line message and SIGABRT from the void functions;
 #     - a process that exits while 16 threads read, 8 of them making their first reads;
@@ -28,6 +31,8 @@
 #   --cfg fkrng_test_hooks, to count its one-off reads):
 #     - 1,000,000 16-byte getrandom::fill calls, through getrandom 0.4 and 0.3, under strace:
 #       at most 20 getrandom system calls through fkrng;
+#     - fkrng::getrandom_backend_serves(): true with the cfg, false in a build with fkrng's
+#       feature whose RUSTFLAGS lack it;
 #     - 1,000,000 uuid v4 values, all distinct; a forked child's bytes differ from the
 #       parent's; fills from a signal handler and from a thread-local destructor take fkrng's
 #       one-off path.
@@ -110,6 +115,16 @@ cc "${cflags[@]}" ffi/tests/c/errno_test.c "$lib/libfkrng_ffi.a" -lpthread -ldl 
 strace -f -qq -o /dev/null -e trace=getrandom -e inject=getrandom:error=ENOSYS \
   "$work/errno_test" >"$work/errno_test.enosys.log" || { cat "$work/errno_test.enosys.log"; exit 1; }
 tail -n 1 "$work/errno_test.log"
+
+echo "-- a pending pthread_cancel: arc4random (preloaded) and fkrng_fill return, then the thread is cancelled"
+cc "${cflags[@]}" ffi/tests/c/cancel_test.c -o "$work/cancel_test" -L"$lib" -lfkrng_ffi \
+  -Wl,-rpath,"$lib" -lpthread -ldl
+for function in arc4random fkrng_fill; do
+  # The process's first read (the VMClock probe), then the /dev/urandom fallback.
+  LD_PRELOAD=$so "$work/cancel_test" "$function"
+  LD_PRELOAD=$so strace -f -qq -o /dev/null -e trace=getrandom -e inject=getrandom:error=ENOSYS \
+    "$work/cancel_test" "$function"
+done
 
 echo "-- every getrandom system call failing with EIO (strace -e inject)"
 cc "${cflags[@]}" ffi/tests/c/fail_test.c "$lib/libfkrng_ffi.a" -lpthread -ldl -lm \
@@ -236,6 +251,11 @@ for api in fill fill03; do
 done
 strace -f -qq -c -e trace=getrandom -o "$work/default.strace" "$default_bin" fill 100000
 echo "ffi: getrandom 0.4, default backend: $(syscalls "$work/default.strace") getrandom system calls for 100000 calls"
+# fkrng's feature without the cfg (a RUSTFLAGS that replaces it): the query says so.
+(cd "$check_dir" && CARGO_ENCODED_RUSTFLAGS= \
+  cargo build --quiet --release --locked --features fkrng --target-dir "$fkrng_target/no-cfg")
+"$fkrng_target/no-cfg/release/fkrng-getrandom-check" serves no
+"$fkrng_bin" serves yes
 for bin in "$default_bin" "$fkrng_bin"; do
   "$bin" uuid "$calls"
   "$bin" fork

@@ -1,7 +1,8 @@
 //! Snapshot safety: every thread's state records the VMClock device's VM generation counter
 //! (ABI reader: [`crate::os::vmclock`]) at its (re)seed and every read compares it with the
 //! counter now, so a guest restored from a snapshot reseeds before its next output. The
-//! device is probed once, at the process's first seeding.
+//! device is probed at the process's first seeding, and again at later seeds while the
+//! answer was one that can change.
 
 pub(crate) use crate::os::vmclock::Region;
 use crate::os::vmclock::{OFFSET_VM_GENERATION_COUNTER, VMCLOCK_FLAG_VM_GEN_COUNTER_PRESENT};
@@ -41,7 +42,9 @@ const MANUAL_ONLY: u8 = 3;
 static PROBE: AtomicU8 = AtomicU8::new(UNKNOWN);
 
 /// The snapshot protection in force for this process's thread-local generators; `None`
-/// until the first thread has seeded (the device is probed then). Never fails or panics:
+/// until the first thread has seeded (the device is probed then), and while the probe's
+/// answer was one that can change (`EMFILE`, `ENFILE`, `ENOMEM`, `EINTR`, `EAGAIN`: the
+/// next seed probes again). Never fails or panics:
 /// anything but a usable device on little-endian 64-bit Linux reports
 /// [`SnapshotProtection::ManualOnly`] (docs/SECURITY.md, "VM snapshots").
 pub fn snapshot_protection() -> Option<SnapshotProtection> {
@@ -100,7 +103,10 @@ fn mapped_region() -> Option<Region> {
 }
 
 /// Claims the probe and maps the device, or returns at once if another thread has claimed
-/// it: a child forked mid-probe must not hang (it keeps the fallback counter).
+/// it: a child forked mid-probe must not hang (it keeps the fallback counter). An answer
+/// that can change (descriptors or memory exhausted, an interrupted call: see
+/// [`crate::os::vmclock::Unusable::is_final`]) leaves the probe [`UNKNOWN`] for the next
+/// seed.
 #[cold]
 #[inline(never)]
 fn probe_once() {
@@ -109,14 +115,15 @@ fn probe_once() {
         return;
     }
     match map_device() {
-        Some(region) => {
+        Ok(region) => {
             let counter = region.counter().cast_mut();
             #[cfg(any(test, fkrng_test_hooks))]
             DEVICE_COUNTER.store(counter, Ordering::Relaxed);
             COUNTER.0.store(counter, Ordering::Release);
             PROBE.store(MAPPED, Ordering::Release);
         }
-        None => PROBE.store(MANUAL_ONLY, Ordering::Release),
+        Err(true) => PROBE.store(MANUAL_ONLY, Ordering::Release),
+        Err(false) => PROBE.store(UNKNOWN, Ordering::Release),
     }
 }
 
@@ -138,29 +145,26 @@ cfg_if::cfg_if! {
         mod tests;
 
         /// The device node of the first VMClock device.
-        const DEVICE: &str = "/dev/vmclock0";
+        const DEVICE: &core::ffi::CStr = c"/dev/vmclock0";
 
-        /// [`DEVICE`], or in builds with the test hooks the stand-in they name.
-        fn device_path() -> std::ffi::OsString {
+        /// The mapped device page, or whether its absence is final.
+        fn map_device() -> Result<Region, bool> {
             #[cfg(any(test, fkrng_test_hooks))]
-            if let Some((path, _)) = STAND_IN.get() {
-                return path.clone();
+            if let Some((path, must_map)) = STAND_IN.get() {
+                use std::os::unix::ffi::OsStrExt;
+                let path = std::ffi::CString::new(path.as_bytes()).map_err(|_| true)?;
+                let mapped = crate::os::vmclock::map(&path, true);
+                if let (Err(why), true) = (&mapped, must_map) {
+                    std::eprintln!("fkrng test hooks: the stand-in was refused: {why:?}");
+                    std::process::abort();
+                }
+                return mapped.map_err(|why| why.is_final());
             }
-            DEVICE.into()
-        }
-
-        fn map_device() -> Option<Region> {
-            let mapped = crate::os::vmclock::map(std::path::Path::new(&device_path()));
-            #[cfg(any(test, fkrng_test_hooks))]
-            if let (Err(why), Some((_, true))) = (&mapped, STAND_IN.get()) {
-                std::eprintln!("fkrng test hooks: the stand-in was refused: {why:?}");
-                std::process::abort();
-            }
-            mapped.ok()
+            crate::os::vmclock::map(DEVICE, false).map_err(|why| why.is_final())
         }
     } else {
-        fn map_device() -> Option<Region> {
-            None
+        fn map_device() -> Result<Region, bool> {
+            Err(true)
         }
     }
 }

@@ -218,6 +218,16 @@ fn leased<R>(f: impl FnOnce(*mut c_void, usize) -> R) -> Option<R> {
     result
 }
 
+/// At the process's first read: looks the function up and maps the state page, so that no
+/// later thread's read makes a mapping (a sandbox installed after one read, which may list
+/// the `mmap` flags it allows, never meets `MAP_DROPPABLE`). A failed mapping is tried
+/// again at a later first read.
+pub(super) fn prepare() {
+    if function().is_some() {
+        let _ = state_page();
+    }
+}
+
 /// The state page, mapped at the first call (the losers of a race unmap theirs).
 fn state_page() -> Option<*mut u8> {
     let page = STATE_PAGE.load(Ordering::Acquire);

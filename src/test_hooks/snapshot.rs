@@ -13,7 +13,7 @@ use core::sync::atomic::Ordering;
 /// Lets this process (and its forked children) take the stand-in named by
 /// `FKRNG_TEST_VMCLOCK_PATH` in place of the device, and stop when it is refused and
 /// `FKRNG_TEST_VMCLOCK_MUST_MAP` is set. Call it before the process's first read: the
-/// device is probed once, at the first seeding.
+/// device is probed at the first seeding (again later only after a failure that can pass).
 pub fn stand_in_from_env() {
     if let Some(path) = std::env::var_os("FKRNG_TEST_VMCLOCK_PATH") {
         let must_map = std::env::var_os("FKRNG_TEST_VMCLOCK_MUST_MAP").is_some();
