@@ -595,7 +595,7 @@ fn no_state_is_set_up_without_fork_handlers() {
         }));
         let mut out = [0u8; 16];
         try_fill(&mut out).unwrap();
-        assert!(!slot().is_null() && slot() != UNAVAILABLE);
+        assert!(is_slot(slot()));
     })
     .join()
     .unwrap();
@@ -610,14 +610,13 @@ fn public_reseed_changes_the_stream() {
         let p = slot();
         // SAFETY: this thread's live slot (it made a read above).
         let (rest_of_buffer, key) =
-            unsafe { enter(p, |st| (st.fke.buffer()[16..].to_vec(), *st.fke.key())) }
-                .expect("no read under way");
+            unsafe { enter(p, |st| (st.fke.buffer()[16..].to_vec(), *st.fke.key())) };
         let mut after_buffer = [0u8; 32];
         <crate::FkeRng as rand_core::SeedableRng>::from_seed(key).fill(&mut after_buffer);
         crate::reseed().unwrap();
         // SAFETY: as above.
         let available = unsafe { enter(p, |st| st.fke.available()) };
-        assert_eq!(available, Some(0), "buffer discarded");
+        assert_eq!(available, 0, "buffer discarded");
         let mut out = [0u8; 32];
         crate::fill(&mut out);
         assert_ne!(out[..], rest_of_buffer[..32]);
@@ -628,11 +627,11 @@ fn public_reseed_changes_the_stream() {
 }
 
 #[test]
-fn thread_slot_is_a_pointer_and_a_flag() {
+fn thread_slot_is_one_pointer() {
     assert_eq!(
         size_of::<super::ThreadSlot>(),
-        2 * size_of::<usize>(),
-        "the thread-local slot holds a pointer and the busy flag"
+        size_of::<usize>(),
+        "the thread-local slot holds the pointer alone (busy is a value of it)"
     );
 }
 
@@ -652,9 +651,9 @@ fn a_thread_state_takes_a_third_of_a_page_and_two_thread_locals() {
             unit / (unit / 1152),
             "a page's share per state: {m:?}"
         );
-        // The slot pointer and the busy flag (padded to a word), and the owner's lease (the
-        // slot's address, its pool, and its chunk and index as two 32-bit numbers).
-        assert_eq!(m.thread_locals, 5 * size_of::<usize>(), "{m:?}");
+        // The slot pointer, and the owner's lease (the slot's address, its pool, and its
+        // chunk and index as two 32-bit numbers).
+        assert_eq!(m.thread_locals, 4 * size_of::<usize>(), "{m:?}");
     })
     .join()
     .unwrap();
@@ -686,13 +685,13 @@ fn empty_read_needs_no_seed_and_sets_up_nothing() {
 /// unserved bytes.
 fn generator_now() -> ([u8; KEY_LEN], Vec<u8>, usize) {
     let p = slot();
+    assert!(is_slot(p), "no read under way");
     // SAFETY: this thread's live slot (the caller made a read first).
     unsafe {
         enter(p, |st| {
             (*st.fke.key(), st.fke.buffer().to_vec(), st.fke.available())
         })
     }
-    .expect("no read under way")
 }
 
 /// One fixed-size read through [`crate::try_array`], checked against the generator: from
