@@ -4,27 +4,11 @@
 //! both reseed before their next output. PIDs are never used: they are reused.
 
 use crate::error::Error;
-use crate::lifecycle::snapshot::UNMAPPED;
+use crate::lifecycle::checks::CHECKS;
 use crate::os::pages::{self, HONOURED, NOT_HONOURED};
 use crate::os::{self, Handler};
 use Ordering::{Acquire, Relaxed, Release};
-use core::sync::atomic::{AtomicPtr, AtomicU8, AtomicU32, AtomicU64, Ordering};
-
-/// What every read compares its state with after the copy, on one 64-byte cache line that
-/// nothing writes often, reached through one address (one relocation in a dependent's code).
-#[repr(C, align(64))]
-pub(crate) struct Checks {
-    /// Process-wide reseed epoch: bumped in a forked child and by `reseed_all`.
-    pub(crate) epoch: AtomicU64,
-    /// The VM generation counter ([`crate::lifecycle::snapshot`]). Invariant: points to
-    /// [`UNMAPPED`] or to `vm_generation_counter` in a never-unmapped page.
-    pub(crate) counter: AtomicPtr<AtomicU64>,
-}
-
-pub(crate) static CHECKS: Checks = Checks {
-    epoch: AtomicU64::new(1),
-    counter: AtomicPtr::new(core::ptr::addr_of!(UNMAPPED).cast_mut()),
-};
+use core::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, Ordering};
 
 #[inline(always)]
 pub(crate) fn epoch() -> u64 {
@@ -36,7 +20,7 @@ pub(crate) fn bump_epoch() {
     CHECKS.epoch.fetch_add(1, Relaxed);
 }
 
-/// Counted by the prepare and child handlers; unlike [`Checks::epoch`], `reseed_all` leaves it alone.
+/// Counted by the prepare and child handlers; unlike [`CHECKS`]' epoch, `reseed_all` leaves it alone.
 static FORKS: AtomicU64 = AtomicU64::new(0);
 
 /// How many times the fork handlers ran in this process and its ancestors (a relaxed load):

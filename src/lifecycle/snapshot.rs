@@ -3,15 +3,12 @@
 //! counter now, so a guest restored from a snapshot reseeds before its next output. The
 //! device is probed once, at the process's first seeding.
 
-pub(crate) use crate::lifecycle::fork::CHECKS;
+pub(crate) use crate::lifecycle::checks::{CHECKS, UNMAPPED};
 pub(crate) use crate::os::vmclock::Region;
 use crate::os::vmclock::{OFFSET_VM_GENERATION_COUNTER, VMCLOCK_FLAG_VM_GEN_COUNTER_PRESENT};
 #[cfg(any(test, fkrng_test_hooks))]
-use core::sync::atomic::AtomicPtr;
-use core::sync::atomic::{AtomicU8, AtomicU64, Ordering};
-
-/// The fallback counter when no device is mapped: never changes.
-pub(crate) static UNMAPPED: AtomicU64 = AtomicU64::new(0);
+use core::sync::atomic::{AtomicPtr, AtomicU64};
+use core::sync::atomic::{AtomicU8, Ordering};
 
 /// How a process's thread-local generators are protected against VM snapshot restores.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -67,12 +67,23 @@ unsafe extern "C" fn release_at_exit(_: *mut core::ffi::c_void) {
 }
 
 /// The fork child handler: a new epoch, then the claims of the parent's other threads
-/// cleared. While the forking thread sets up, reads (a handler's fork) or releases its state,
-/// its slot is unknown and every claim stays (those slots go unused in the child).
-/// Async-signal-safe.
+/// cleared. While the forking thread sets up or releases its state, its slot is unknown and
+/// every claim stays (those slots go unused in the child); during a read (a handler's fork)
+/// its slot is the one its owner holds. Async-signal-safe.
 extern "C" fn atfork_child() {
     fork::in_child();
-    let p = STATE.try_with(|t| t.slot.get()).unwrap_or(UNAVAILABLE);
+    let mut p = STATE.try_with(|t| t.slot.get()).unwrap_or(UNAVAILABLE);
+    if p == BUSY {
+        // Set up before (BUSY follows a set-up), so the owner is live: no destructor to register.
+        p = OWNER
+            .try_with(|owner| {
+                let lease = owner.0.take();
+                let held = lease.as_ref().map_or(UNAVAILABLE, Lease::as_ptr);
+                owner.0.set(lease);
+                held
+            })
+            .unwrap_or(UNAVAILABLE);
+    }
     if !p.is_null() && !is_slot(p) {
         return;
     }
