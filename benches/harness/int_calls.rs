@@ -55,7 +55,11 @@ fn main() {
         ["time", rest @ ..] => {
             let batches: usize = match rest {
                 [] => 51,
-                [n] => n.parse().ok().filter(|&n| n > 0).unwrap_or_else(|| fail("BATCHES must be a positive number")),
+                [n] => n
+                    .parse()
+                    .ok()
+                    .filter(|&n| n > 0)
+                    .unwrap_or_else(|| fail("BATCHES must be a positive number")),
                 _ => fail("usage: int_calls time [BATCHES]"),
             };
             let (mut fk, mut rd) = (fkrng::rng(), rand::rng());
@@ -66,7 +70,10 @@ fn main() {
                     r.push(batch(&mut rd, call));
                 }
                 let (f, r) = (median(f), median(r));
-                println!("call={call} fkrng_ns={f:.3} rand_ns={r:.3} ratio={:.3}", f / r);
+                println!(
+                    "call={call} fkrng_ns={f:.3} rand_ns={r:.3} ratio={:.3}",
+                    f / r
+                );
             }
         }
         ["count", call, reader, n] if CALLS.contains(call) => {
@@ -86,6 +93,8 @@ fn main() {
             }
             println!("call={call} reader={reader} calls={n}");
         }
-        _ => fail("usage: int_calls time [BATCHES] | int_calls count next_u32|next_u64|range_6|range_1e9 fkrng|rand N"),
+        _ => fail(
+            "usage: int_calls time [BATCHES] | int_calls count next_u32|next_u64|range_6|range_1e9 fkrng|rand N",
+        ),
     }
 }

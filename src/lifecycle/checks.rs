@@ -22,4 +22,3 @@ pub(crate) static CHECKS: Checks = Checks {
     epoch: AtomicU64::new(1),
     counter: AtomicPtr::new(core::ptr::addr_of!(UNMAPPED).cast_mut()),
 };
-

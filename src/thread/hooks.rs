@@ -1,6 +1,5 @@
 //! The thread-local generator's hooks for the unit tests and the test hooks.
 
-
 /// States that tests set up without wipe-on-fork, in chunks of their own.
 #[cfg(test)]
 pub(crate) static STATES_WITHOUT_WIPE_ON_FORK: crate::pool::StatePool<super::ThreadState> =

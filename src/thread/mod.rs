@@ -160,10 +160,7 @@ pub(crate) fn take<const N: usize>() -> Option<[u8; N]> {
 /// # Safety
 /// `slot` points to this thread's live slot and was just read from [`STATE`] (`is_slot`).
 #[inline(always)]
-pub(crate) unsafe fn enter<R>(
-    slot: *mut ThreadState,
-    f: impl FnOnce(&mut ThreadState) -> R,
-) -> R {
+pub(crate) unsafe fn enter<R>(slot: *mut ThreadState, f: impl FnOnce(&mut ThreadState) -> R) -> R {
     set_slot(BUSY);
     compiler_fence(Ordering::SeqCst);
     // SAFETY: `slot` is live (caller's contract); no other reference to it while BUSY is set.
