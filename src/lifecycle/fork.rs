@@ -20,7 +20,8 @@ pub(crate) fn bump_epoch() {
     CHECKS.epoch.fetch_add(1, Relaxed);
 }
 
-/// Counted by the prepare and child handlers; unlike [`CHECKS`]' epoch, `reseed_all` leaves it alone.
+/// Counted by the prepare and child handlers; unlike the epoch ([`CHECKS`]), `reseed_all`
+/// leaves it alone.
 static FORKS: AtomicU64 = AtomicU64::new(0);
 
 /// How many times the fork handlers ran in this process and its ancestors (a relaxed load):
