@@ -807,6 +807,35 @@ fn a_forked_childs_new_threads_take_the_slots_of_threads_it_lacks() {
     );
 }
 
+/// A child forked while the forking thread's read is under way (by a signal handler: the
+/// thread-local holds `BUSY`, not the slot) keeps that thread's claim alone, found through
+/// its lease; the claims of the parent's six other holders are cleared.
+#[cfg(all(target_os = "linux", fkrng_test_hooks))]
+#[test]
+fn a_child_forked_mid_read_keeps_only_the_readers_claim() {
+    use std::sync::Barrier;
+    let (read, release) = (Barrier::new(HOLDERS + 1), Barrier::new(HOLDERS + 1));
+    let forked = std::thread::scope(|s| {
+        for _ in 0..HOLDERS {
+            s.spawn(|| {
+                crate::fill(&mut [0u8; 16]);
+                read.wait();
+                release.wait();
+            });
+        }
+        read.wait();
+        crate::fill(&mut [0u8; 16]);
+        let p = slot();
+        assert!(is_slot(p));
+        hooks::abandon_read_in_progress();
+        let forked = std::panic::catch_unwind(|| in_child(false, census));
+        set_slot(p);
+        release.wait();
+        forked.unwrap_or_else(|e| std::panic::resume_unwind(e))
+    });
+    assert_eq!(forked[0], 1, "claims in the child forked mid-read");
+}
+
 /// In a forked child: the pool's claims, in `out[0]`.
 #[cfg(all(target_os = "linux", fkrng_test_hooks))]
 fn census() -> Option<[u8; 32]> {
