@@ -755,42 +755,27 @@ const HOLDERS: usize = 6;
 #[cfg(all(target_os = "linux", fkrng_test_hooks))]
 #[test]
 fn a_forked_childs_new_threads_take_the_slots_of_threads_it_lacks() {
-    use std::sync::Barrier;
     // qemu-user, which ignores wipe-on-fork, itself crashes when a child forked from a
     // multi-threaded process starts a thread: there the forked child starts none.
     let spawn_in_child = madvise_honoured("threads started in a forked child");
-    let (read, release) = (Barrier::new(HOLDERS + 1), Barrier::new(HOLDERS + 1));
-    // The holders are released before any assertion, so that a failure ends the test.
-    let (forked, cloned) = std::thread::scope(|s| {
-        for _ in 0..HOLDERS {
-            s.spawn(|| {
-                crate::fill(&mut [0u8; 16]);
-                read.wait();
-                release.wait();
-            });
-        }
-        read.wait();
+    let (forked, cloned) = with_holders(|| {
         crate::fill(&mut [0u8; 16]);
-        let children = std::panic::catch_unwind(|| {
-            let forked = in_child(
-                false,
-                if spawn_in_child {
-                    census_and_spawn
-                } else {
-                    census
-                },
-            );
-            let cloned = in_child(true, || {
-                let (_, claimed) = STATES.census();
-                let mut out = [0u8; 32];
-                out[0] = claimed.min(255) as u8;
-                crate::try_fill(&mut out[1..]).ok()?;
-                Some(out)
-            });
-            (forked, cloned)
+        let forked = in_child(
+            false,
+            if spawn_in_child {
+                census_and_spawn
+            } else {
+                census
+            },
+        );
+        let cloned = in_child(true, || {
+            let (_, claimed) = STATES.census();
+            let mut out = [0u8; 32];
+            out[0] = claimed.min(255) as u8;
+            crate::try_fill(&mut out[1..]).ok()?;
+            Some(out)
         });
-        release.wait();
-        children.unwrap_or_else(|e| std::panic::resume_unwind(e))
+        (forked, cloned)
     });
     assert_eq!(forked[0], 1, "claims in the forked child");
     if spawn_in_child {
@@ -813,9 +798,25 @@ fn a_forked_childs_new_threads_take_the_slots_of_threads_it_lacks() {
 #[cfg(all(target_os = "linux", fkrng_test_hooks))]
 #[test]
 fn a_child_forked_mid_read_keeps_only_the_readers_claim() {
+    let forked = with_holders(|| {
+        crate::fill(&mut [0u8; 16]);
+        let p = slot();
+        assert!(is_slot(p));
+        hooks::abandon_read_in_progress();
+        let forked = std::panic::catch_unwind(|| in_child(false, census));
+        set_slot(p);
+        forked.unwrap_or_else(|e| std::panic::resume_unwind(e))
+    });
+    assert_eq!(forked[0], 1, "claims in the child forked mid-read");
+}
+
+/// Runs `f` while [`HOLDERS`] other threads hold states (each has read), then lets them
+/// exit; they are released before `f`'s panic goes on, so that a failure ends the test.
+#[cfg(all(target_os = "linux", fkrng_test_hooks))]
+fn with_holders<R>(f: impl FnOnce() -> R) -> R {
     use std::sync::Barrier;
     let (read, release) = (Barrier::new(HOLDERS + 1), Barrier::new(HOLDERS + 1));
-    let forked = std::thread::scope(|s| {
+    std::thread::scope(|s| {
         for _ in 0..HOLDERS {
             s.spawn(|| {
                 crate::fill(&mut [0u8; 16]);
@@ -824,16 +825,10 @@ fn a_child_forked_mid_read_keeps_only_the_readers_claim() {
             });
         }
         read.wait();
-        crate::fill(&mut [0u8; 16]);
-        let p = slot();
-        assert!(is_slot(p));
-        hooks::abandon_read_in_progress();
-        let forked = std::panic::catch_unwind(|| in_child(false, census));
-        set_slot(p);
+        let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
         release.wait();
-        forked.unwrap_or_else(|e| std::panic::resume_unwind(e))
-    });
-    assert_eq!(forked[0], 1, "claims in the child forked mid-read");
+        out.unwrap_or_else(|e| std::panic::resume_unwind(e))
+    })
 }
 
 /// In a forked child: the pool's claims, in `out[0]`.
