@@ -4,20 +4,12 @@
 //! device is probed at the process's first seeding, and again at later seeds while the
 //! answer was one that can change.
 
+pub(crate) use crate::lifecycle::checks::{CHECKS, UNMAPPED};
 pub(crate) use crate::os::vmclock::Region;
 use crate::os::vmclock::{OFFSET_VM_GENERATION_COUNTER, VMCLOCK_FLAG_VM_GEN_COUNTER_PRESENT};
-use core::sync::atomic::{AtomicPtr, AtomicU8, AtomicU64, Ordering};
-
-/// The fallback counter when no device is mapped: never changes.
-pub(crate) static UNMAPPED: AtomicU64 = AtomicU64::new(0);
-
-/// The counter pointer alone on a cache line, as [`crate::lifecycle::fork::EpochLine`].
-#[repr(C, align(64))]
-pub(crate) struct CounterLine(pub(crate) AtomicPtr<AtomicU64>);
-
-/// Invariant: points to [`UNMAPPED`] or to `vm_generation_counter` in a never-unmapped page.
-pub(crate) static COUNTER: CounterLine =
-    CounterLine(AtomicPtr::new(core::ptr::addr_of!(UNMAPPED).cast_mut()));
+#[cfg(any(test, fkrng_test_hooks))]
+use core::sync::atomic::{AtomicPtr, AtomicU64};
+use core::sync::atomic::{AtomicU8, Ordering};
 
 /// How a process's thread-local generators are protected against VM snapshot restores.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,10 +51,10 @@ pub fn snapshot_protection() -> Option<SnapshotProtection> {
 /// hypervisor's update is complete before a restored guest runs again.
 #[inline(always)]
 pub(crate) fn generation() -> u64 {
-    // SAFETY: `COUNTER` points to `UNMAPPED` or at offset 104 (8-byte aligned) of a mapped
+    // SAFETY: `CHECKS.counter` points to `UNMAPPED` or at offset 104 (8-byte aligned) of a mapped
     // device page that is never unmapped; relaxed 64-bit loads are plain loads, allowed on
     // read-only memory. The Acquire pairs with the Release store that publishes a mapping.
-    unsafe { (*COUNTER.0.load(Ordering::Acquire)).load(Ordering::Relaxed) }
+    unsafe { (*CHECKS.counter.load(Ordering::Acquire)).load(Ordering::Relaxed) }
 }
 
 /// The generation counter read under the seqlock, for a state about to (re)seed (probing the device
@@ -87,13 +79,13 @@ pub(crate) fn settled_generation() -> u64 {
 #[cold]
 fn lapse() {
     let unmapped = core::ptr::addr_of!(UNMAPPED).cast_mut();
-    COUNTER.0.store(unmapped, Ordering::Release);
+    CHECKS.counter.store(unmapped, Ordering::Release);
     PROBE.store(MANUAL_ONLY, Ordering::Release);
 }
 
 /// The mapped device page, if any.
 fn mapped_region() -> Option<Region> {
-    let p = COUNTER.0.load(Ordering::Acquire);
+    let p = CHECKS.counter.load(Ordering::Acquire);
     if core::ptr::eq(p, &UNMAPPED) {
         return None;
     }
@@ -119,7 +111,7 @@ fn probe_once() {
             let counter = region.counter().cast_mut();
             #[cfg(any(test, fkrng_test_hooks))]
             DEVICE_COUNTER.store(counter, Ordering::Relaxed);
-            COUNTER.0.store(counter, Ordering::Release);
+            CHECKS.counter.store(counter, Ordering::Release);
             PROBE.store(MAPPED, Ordering::Release);
         }
         Err(true) => PROBE.store(MANUAL_ONLY, Ordering::Release),
@@ -132,7 +124,7 @@ fn probe_once() {
 pub(crate) static STAND_IN: std::sync::OnceLock<(std::ffi::OsString, bool)> =
     std::sync::OnceLock::new();
 
-/// The mapped counter, which the test hooks can switch [`COUNTER`] back to.
+/// The mapped counter, which the test hooks can switch [`CHECKS`]' counter back to.
 #[cfg(any(test, fkrng_test_hooks))]
 pub(crate) static DEVICE_COUNTER: AtomicPtr<AtomicU64> = AtomicPtr::new(core::ptr::null_mut());
 
