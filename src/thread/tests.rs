@@ -865,7 +865,9 @@ extern "C" fn fork_in_handler(_: libc::c_int) {
     } else {
         // SAFETY: a raw `clone` with only `SIGCHLD` and no new stack: the child runs on a
         // copy of this stack, as after `fork`, and does what a `fork` child does above.
-        unsafe { libc::syscall(libc::SYS_clone, libc::SIGCHLD, 0, 0, 0, 0) }
+        i64::from(
+            unsafe { libc::syscall(libc::SYS_clone, libc::SIGCHLD, 0, 0, 0, 0) } as libc::pid_t,
+        )
     };
     FORKED.store(pid, SeqCst);
     if pid == 0 && READ_IN_CHILD.load(SeqCst) {

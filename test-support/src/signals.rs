@@ -110,7 +110,7 @@ fn set_alarm(interval_us: u32) {
     // (`suseconds_t` itself is a deprecated name on musl.)
     let tv = libc::timeval {
         tv_sec: 0,
-        tv_usec: interval_us.into(),
+        tv_usec: interval_us.try_into().expect("an interval below 2^31 µs"),
     };
     let timer = libc::itimerval {
         it_interval: tv,
