@@ -387,20 +387,20 @@ fn callee_saved_across(f: extern "C" fn()) -> (Vec<u64>, Vec<u64>) {
     }
     const N: usize = if cfg!(windows) { 6 + 2 + 20 } else { 6 };
     let mut words = patterns::<N>();
-    // SAFETY: the block saves rbx and rbp and restores them, names every other register
-    // it loads as an output, keeps the stack 16-byte aligned with 32 bytes of shadow space
+    // SAFETY: the block saves rbx and rbp (and the pointer, in rax) and restores them, names
+    // every other register it loads as an output, keeps the stack 16-byte aligned with 32 bytes of shadow space
     // at the call, and `words` holds the N words it reads and writes.
     unsafe {
         core::arch::asm!(
-            "push rbx", "push rbp", "push {p}", "sub rsp, 40",
-            "mov rbx, [{p}]", "mov rbp, [{p} + 8]", "mov r12, [{p} + 16]",
-            "mov r13, [{p} + 24]", "mov r14, [{p} + 32]", "mov r15, [{p} + 40]",
-            windows!("mov rsi, [{p} + 48]\nmov rdi, [{p} + 56]\nmovdqu xmm6, [{p} + 64]
-                movdqu xmm7, [{p} + 80]\nmovdqu xmm8, [{p} + 96]\nmovdqu xmm9, [{p} + 112]
-                movdqu xmm10, [{p} + 128]\nmovdqu xmm11, [{p} + 144]
-                movdqu xmm12, [{p} + 160]\nmovdqu xmm13, [{p} + 176]
-                movdqu xmm14, [{p} + 192]\nmovdqu xmm15, [{p} + 208]"),
-            "call {f}",
+            "push rbx", "push rbp", "push rax", "sub rsp, 40",
+            "mov rbx, [rax]", "mov rbp, [rax + 8]", "mov r12, [rax + 16]",
+            "mov r13, [rax + 24]", "mov r14, [rax + 32]", "mov r15, [rax + 40]",
+            windows!("mov rsi, [rax + 48]\nmov rdi, [rax + 56]\nmovdqu xmm6, [rax + 64]
+                movdqu xmm7, [rax + 80]\nmovdqu xmm8, [rax + 96]\nmovdqu xmm9, [rax + 112]
+                movdqu xmm10, [rax + 128]\nmovdqu xmm11, [rax + 144]
+                movdqu xmm12, [rax + 160]\nmovdqu xmm13, [rax + 176]
+                movdqu xmm14, [rax + 192]\nmovdqu xmm15, [rax + 208]"),
+            "call rcx",
             "mov rax, [rsp + 40]",
             "mov [rax], rbx", "mov [rax + 8], rbp", "mov [rax + 16], r12",
             "mov [rax + 24], r13", "mov [rax + 32], r14", "mov [rax + 40], r15",
@@ -410,8 +410,8 @@ fn callee_saved_across(f: extern "C" fn()) -> (Vec<u64>, Vec<u64>) {
                 movdqu [rax + 160], xmm12\nmovdqu [rax + 176], xmm13
                 movdqu [rax + 192], xmm14\nmovdqu [rax + 208], xmm15"),
             "add rsp, 48", "pop rbp", "pop rbx",
-            p = in(reg) words.as_mut_ptr(),
-            f = in(reg) f,
+            in("rax") words.as_mut_ptr(),
+            in("rcx") f,
             out("r12") _, out("r13") _, out("r14") _, out("r15") _, out("rsi") _, out("rdi") _,
             out("xmm6") _, out("xmm7") _, out("xmm8") _, out("xmm9") _, out("xmm10") _,
             out("xmm11") _, out("xmm12") _, out("xmm13") _, out("xmm14") _, out("xmm15") _,
@@ -426,25 +426,25 @@ fn callee_saved_across(f: extern "C" fn()) -> (Vec<u64>, Vec<u64>) {
 fn callee_saved_across(f: extern "C" fn()) -> (Vec<u64>, Vec<u64>) {
     const N: usize = 19;
     let mut words = patterns::<N>();
-    // SAFETY: the block saves x19 and x29 and restores them, names every other register
-    // it loads as an output, keeps sp 16-byte aligned, and `words` holds the 19 words it
-    // reads and writes.
+    // SAFETY: the block saves x19 and x29 (and the pointer, in x0) and restores them, names
+    // every other register it loads as an output, keeps sp 16-byte aligned, and `words`
+    // holds the 19 words it reads and writes.
     unsafe {
         core::arch::asm!(
-            "stp x29, x30, [sp, #-16]!", "stp x19, {p}, [sp, #-16]!",
-            "ldp x19, x20, [{p}]", "ldp x21, x22, [{p}, #16]", "ldp x23, x24, [{p}, #32]",
-            "ldp x25, x26, [{p}, #48]", "ldp x27, x28, [{p}, #64]", "ldr x29, [{p}, #80]",
-            "ldp d8, d9, [{p}, #88]", "ldp d10, d11, [{p}, #104]",
-            "ldp d12, d13, [{p}, #120]", "ldp d14, d15, [{p}, #136]",
-            "blr {f}",
+            "stp x29, x30, [sp, #-16]!", "stp x19, x0, [sp, #-16]!",
+            "ldp x19, x20, [x0]", "ldp x21, x22, [x0, #16]", "ldp x23, x24, [x0, #32]",
+            "ldp x25, x26, [x0, #48]", "ldp x27, x28, [x0, #64]", "ldr x29, [x0, #80]",
+            "ldp d8, d9, [x0, #88]", "ldp d10, d11, [x0, #104]",
+            "ldp d12, d13, [x0, #120]", "ldp d14, d15, [x0, #136]",
+            "blr x1",
             "ldr x0, [sp, #8]",
             "stp x19, x20, [x0]", "stp x21, x22, [x0, #16]", "stp x23, x24, [x0, #32]",
             "stp x25, x26, [x0, #48]", "stp x27, x28, [x0, #64]", "str x29, [x0, #80]",
             "stp d8, d9, [x0, #88]", "stp d10, d11, [x0, #104]",
             "stp d12, d13, [x0, #120]", "stp d14, d15, [x0, #136]",
-            "ldp x19, x1, [sp], #16", "ldp x29, x30, [sp], #16",
-            p = in(reg) words.as_mut_ptr(),
-            f = in(reg) f,
+            "ldp x19, x2, [sp], #16", "ldp x29, x30, [sp], #16",
+            in("x0") words.as_mut_ptr(),
+            in("x1") f,
             out("x20") _, out("x21") _, out("x22") _, out("x23") _, out("x24") _, out("x25") _,
             out("x26") _, out("x27") _, out("x28") _, out("v8") _, out("v9") _, out("v10") _,
             out("v11") _, out("v12") _, out("v13") _, out("v14") _, out("v15") _,
