@@ -241,7 +241,7 @@ if want windows; then
     CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER="$PWD/scripts/wine/runner.sh" \
     "${cargo_std[@]}" test --target "$target" -p fkrng --tests "${hooks[@]}" \
     --features std,rand_core_0_6,rand_core_0_9,rustls --no-fail-fast -- --test-threads=1
-  record "$target" wine detected "$binaries" "$tests" "linux-only-tests"
+  record "$target" wine small-stack "$binaries" "$tests" "linux-only-tests"
   done_with target/windows target/wine
   echo "-- section windows: $((SECONDS - started)) s"
 fi
@@ -265,7 +265,7 @@ if want i686; then
     RUSTFLAGS="--cfg chacha20_avx512 --cfg fkrng_test_hooks -C link-arg=-Wl,--dynamic-linker=$lib/ld-linux.so.2,-rpath=$lib" \
     "${cargo_std[@]}" test --target "$target" --workspace --all-features --no-fail-fast \
     -- --test-threads=1
-  record "$target" native portable "$binaries" "$tests" none
+  record "$target" native small-stack "$binaries" "$tests" none
   done_with target/i686
   echo "-- section i686: $((SECONDS - started)) s"
 fi
@@ -284,7 +284,7 @@ if want wasi; then
     CARGO_TARGET_WASM32_WASIP1_RUNNER="node --no-warnings $PWD/scripts/wasi/runner.mjs" \
     "${cargo_std[@]}" test --target "$target" -p fkrng --lib "${hooks[@]}" \
     --features std,rand_core_0_6,rand_core_0_9,rustls
-  record "$target" node portable "$binaries" "$tests" "integration-tests"
+  record "$target" node small-stack "$binaries" "$tests" "integration-tests"
   done_with target/wasi
   echo "-- section wasi: $((SECONDS - started)) s"
 fi
