@@ -265,7 +265,7 @@ if want i686; then
     RUSTFLAGS="--cfg chacha20_avx512 --cfg fkrng_test_hooks -C link-arg=-Wl,--dynamic-linker=$lib/ld-linux.so.2,-rpath=$lib" \
     "${cargo_std[@]}" test --target "$target" --workspace --all-features --no-fail-fast \
     -- --test-threads=1
-  record "$target" native small-stack "$binaries" "$tests" none
+  record "$target" native small-stack "$binaries" "$tests" "64-bit-only-tests"
   done_with target/i686
   echo "-- section i686: $((SECONDS - started)) s"
 fi
