@@ -198,7 +198,8 @@ fn int(c: &mut Criterion) {
 }
 
 /// `rand`'s extension methods, which draw through `next_u32`/`next_u64`: one uniform
-/// integer below 1000, and a Fisher-Yates shuffle of 1000 elements (999 such draws).
+/// integer below 6, 1000 and 1,000,000,007 (the last draws a second `u32` about one time in
+/// four), and a Fisher-Yates shuffle of 1000 elements (999 such draws).
 fn sample(c: &mut Criterion) {
     use rand::RngExt;
     use rand::seq::SliceRandom;
@@ -210,6 +211,18 @@ fn sample(c: &mut Criterion) {
     });
     g.bench_function("rand::rng()/random_range", |b| {
         b.iter(|| rand_rng.random_range(0..1000u32))
+    });
+    g.bench_function("fkrng::rng()/random_range 0..6", |b| {
+        b.iter(|| fk_rng.random_range(0..6u32))
+    });
+    g.bench_function("rand::rng()/random_range 0..6", |b| {
+        b.iter(|| rand_rng.random_range(0..6u32))
+    });
+    g.bench_function("fkrng::rng()/random_range 0..1_000_000_007", |b| {
+        b.iter(|| fk_rng.random_range(0..1_000_000_007u32))
+    });
+    g.bench_function("rand::rng()/random_range 0..1_000_000_007", |b| {
+        b.iter(|| rand_rng.random_range(0..1_000_000_007u32))
     });
     let mut items: Vec<u32> = (0..1000).collect();
     g.bench_function("fkrng::rng()/shuffle 1000", |b| {

@@ -7,11 +7,19 @@
 #       call (the VMClock probe), reseeds, the reads after them, a new thread and a forked
 #       child, once plainly and once with getrandom failing with ENOSYS (strace fault
 #       injection: the /dev/urandom fallback);
+#     - a thread with a deferred cancel pending calling arc4random (preloaded) and
+#       fkrng_fill at the process's first read, plainly and on the /dev/urandom fallback:
+#       the call returns, and the thread is cancelled at its next cancellation point;
 #     - every getrandom system call failing (strace fault injection): -1 and EIO, the
 #       buffer untouched, and a one-line message and SIGABRT from the void functions;
+#     - a process that exits while 16 threads read, 8 of them making their first reads;
 #     - a C program that dlopens libfkrng_ffi.so (no static-TLS failure) and dlcloses it;
 #     - a Rust library embedding fkrng (ffi/plugin-check/, no -z nodelete), dlclosed while a
 #       thread that read through it lives, then that thread's exit: the host survives;
+#       2,000 cycles of dlopen, a read on a new thread and dlclose: as many free pthread
+#       keys and mappings after as before, VmRSS up by under 1 MiB; a dlclose while the
+#       reader runs a host key destructor (a key made before the library's, one after):
+#       the library is unloaded and the host survives the thread's exit;
 #     - a read abandoned by a signal handler's siglongjmp: the thread that takes its state
 #       next makes at most 20 getrandom system calls for 100,000 reads;
 #     - Python ctypes; README's C example (linked statically and shared) and Python example;
@@ -23,6 +31,8 @@
 #   --cfg fkrng_test_hooks, to count its one-off reads):
 #     - 1,000,000 16-byte getrandom::fill calls, through getrandom 0.4 and 0.3, under strace:
 #       at most 20 getrandom system calls through fkrng;
+#     - fkrng::getrandom_backend_serves(): true with the cfg, false in a build with fkrng's
+#       feature whose RUSTFLAGS lack it;
 #     - 1,000,000 uuid v4 values, all distinct; a forked child's bytes differ from the
 #       parent's; fills from a signal handler and from a thread-local destructor take fkrng's
 #       one-off path.
@@ -94,6 +104,10 @@ file -L "$work/static_test" | grep -q 'statically linked' ||
   { echo "ffi: FAILED: static_test holds more than one arc4random_buf" >&2; exit 1; }
 "$work/static_test"
 
+echo "-- the process exits while 16 threads read (fkrng's unload code runs at exit), 20 times"
+cc "${cflags[@]}" ffi/tests/c/exit_test.c "$lib/libfkrng_ffi.a" -lpthread -ldl -lm -o "$work/exit_test"
+for _ in {1..20}; do "$work/exit_test"; done
+
 echo "-- errno unchanged by calls that succeed (plainly, and with getrandom failing with ENOSYS)"
 cc "${cflags[@]}" ffi/tests/c/errno_test.c "$lib/libfkrng_ffi.a" -lpthread -ldl -lm \
   -o "$work/errno_test"
@@ -101,6 +115,16 @@ cc "${cflags[@]}" ffi/tests/c/errno_test.c "$lib/libfkrng_ffi.a" -lpthread -ldl 
 strace -f -qq -o /dev/null -e trace=getrandom -e inject=getrandom:error=ENOSYS \
   "$work/errno_test" >"$work/errno_test.enosys.log" || { cat "$work/errno_test.enosys.log"; exit 1; }
 tail -n 1 "$work/errno_test.log"
+
+echo "-- a pending pthread_cancel: arc4random (preloaded) and fkrng_fill return, then the thread is cancelled"
+cc "${cflags[@]}" ffi/tests/c/cancel_test.c -o "$work/cancel_test" -L"$lib" -lfkrng_ffi \
+  -Wl,-rpath,"$lib" -lpthread -ldl
+for function in arc4random fkrng_fill; do
+  # The process's first read (the VMClock probe), then the /dev/urandom fallback.
+  LD_PRELOAD=$so "$work/cancel_test" "$function"
+  LD_PRELOAD=$so strace -f -qq -o /dev/null -e trace=getrandom -e inject=getrandom:error=ENOSYS \
+    "$work/cancel_test" "$function"
+done
 
 echo "-- every getrandom system call failing with EIO (strace -e inject)"
 cc "${cflags[@]}" ffi/tests/c/fail_test.c "$lib/libfkrng_ffi.a" -lpthread -ldl -lm \
@@ -122,8 +146,15 @@ readelf -d "$so" | grep -q 'NODELETE' ||
 
 echo "-- a Rust library embedding fkrng (no -z nodelete), dlclosed while a reader lives"
 (cd ffi/plugin-check && cargo build --quiet --locked "${cargo_profile[@]}" --target-dir "$work/plugin")
+plugin=$work/plugin/$profile/libfkrng_plugin_check.so
 cc "${cflags[@]}" ffi/tests/c/plugin_dlclose_test.c -o "$work/plugin_dlclose_test" -ldl -lpthread
-"$work/plugin_dlclose_test" "$work/plugin/$profile/libfkrng_plugin_check.so"
+"$work/plugin_dlclose_test" "$plugin"
+echo "-- that library loaded, read through on a new thread and unloaded 2,000 times"
+cc "${cflags[@]}" ffi/tests/c/plugin_cycle_test.c -o "$work/plugin_cycle_test" -ldl -lpthread
+"$work/plugin_cycle_test" "$plugin" 2000
+echo "-- that library unloaded while a reader runs its pthread key destructors"
+cc "${cflags[@]}" ffi/tests/c/plugin_key_dtor_test.c -o "$work/plugin_key_dtor_test" -ldl -lpthread
+"$work/plugin_key_dtor_test" "$plugin"
 
 echo "-- Python ctypes"
 python3 - "$so" <<'EOF'
@@ -220,6 +251,11 @@ for api in fill fill03; do
 done
 strace -f -qq -c -e trace=getrandom -o "$work/default.strace" "$default_bin" fill 100000
 echo "ffi: getrandom 0.4, default backend: $(syscalls "$work/default.strace") getrandom system calls for 100000 calls"
+# fkrng's feature without the cfg (a RUSTFLAGS that replaces it): the query says so.
+(cd "$check_dir" && CARGO_ENCODED_RUSTFLAGS= \
+  cargo build --quiet --release --locked --features fkrng --target-dir "$fkrng_target/no-cfg")
+"$fkrng_target/no-cfg/release/fkrng-getrandom-check" serves no
+"$fkrng_bin" serves yes
 for bin in "$default_bin" "$fkrng_bin"; do
   "$bin" uuid "$calls"
   "$bin" fork

@@ -10,6 +10,12 @@
 #   emulated  the whole test suite (every test target, doctests) for aarch64 and s390x
 #             (big-endian) Linux under qemu-user, release builds
 #   musl      the whole test suite for x86_64-unknown-linux-musl, natively, release builds
+#   windows   the library's unit and integration tests for x86_64-pc-windows-gnu under Wine
+#             (scripts/wine/runner.sh); test targets that need Linux print what they skip
+#   i686      the whole test suite for i686-unknown-linux-gnu (32-bit), natively, linked to
+#             Debian's i386 cross C library
+#   wasi      the library's unit tests for wasm32-wasip1 under Node's node:wasi
+#             (scripts/wasi/runner.mjs)
 #   wasm      a smoke module for wasm32-unknown-unknown: built with getrandom's wasm_js
 #             feature, and run in Node with the OS source supplied by the host
 #   compiled  `cargo check` of the library with -D warnings for macOS (x86-64, AArch64),
@@ -20,8 +26,9 @@
 # is not installed, nightly's -Zbuild-std with the rust-src component. The script installs
 # nothing: .ci/run installs the packages, targets and toolchain.
 #
-# Usage: scripts/platforms.sh [SECTION...]   (sections: pinned cpu-model emulated musl wasm
-# compiled; all six by default). Every run ends in one machine-readable line per platform:
+# Usage: scripts/platforms.sh [SECTION...]   (sections: pinned cpu-model emulated musl
+# windows i686 wasi wasm compiled; all nine by default). Every run ends in one
+# machine-readable line per platform:
 #
 #   platform: <target> <how> <path> binaries=<n> tests=<n> skipped=<what>
 #
@@ -41,7 +48,7 @@ cd "$(dirname "$0")/.."
 
 export CARGO_TERM_COLOR=never
 sections=("$@")
-[[ ${#sections[@]} -gt 0 ]] || sections=(pinned cpu-model emulated musl wasm compiled)
+[[ ${#sections[@]} -gt 0 ]] || sections=(pinned cpu-model emulated musl windows i686 wasi wasm compiled)
 logdir=target/platforms
 mkdir -p "$logdir"
 summary=()
@@ -220,6 +227,68 @@ if want musl; then
   echo "-- section musl: $((SECONDS - started)) s"
 fi
 
+# ---- Windows under Wine: the library's unit and integration tests -----------------------
+if want windows; then
+  started=$SECONDS
+  echo "== x86_64-pc-windows-gnu under Wine: the library's unit and integration tests"
+  apt_check wine64 gcc-mingw-w64-x86-64
+  target=x86_64-pc-windows-gnu
+  std_for "$target" std
+  # The test targets that need Linux print what they skip; the C ABI builds for Linux and
+  # Android only. One test thread: Wine's start-up dominates, and CI's cores are shared.
+  suite "wine" "$logdir/windows.log" -- \
+    env CARGO_TARGET_DIR=target/windows PROPTEST_CASES=32 \
+    CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER="$PWD/scripts/wine/runner.sh" \
+    "${cargo_std[@]}" test --target "$target" -p fkrng --tests "${hooks[@]}" \
+    --features std,rand_core_0_6,rand_core_0_9,rustls --no-fail-fast -- --test-threads=1
+  record "$target" wine small-stack "$binaries" "$tests" "linux-only-tests"
+  done_with target/windows target/wine
+  echo "-- section windows: $((SECONDS - started)) s"
+fi
+
+# ---- 32-bit Linux, natively: the whole test suite ---------------------------------------
+if want i686; then
+  started=$SECONDS
+  echo "== i686-unknown-linux-gnu, natively: every test target"
+  apt_check gcc-i686-linux-gnu libc6-dev-i386-cross
+  target=i686-unknown-linux-gnu
+  std_for "$target" std
+  # Linked to Debian's cross C library (its loader and library path written into each
+  # binary), so the 64-bit kernel runs them directly, and so do tests that re-run their
+  # own binary. (RUSTFLAGS replaces the config files' flags: they are repeated here.) One
+  # test thread: beside small_stack_matches_the_chacha20_crate, the scrub-depth test
+  # measures a refill 4 KiB deep on this target (docs/ASSURANCE.md).
+  lib=/usr/i686-linux-gnu/lib
+  suite "i686" "$logdir/i686.log" -- \
+    env CARGO_TARGET_DIR=target/i686 FKRNG_EXPECT_FORK_PROTECTION=WipeOnFork \
+    CARGO_TARGET_I686_UNKNOWN_LINUX_GNU_LINKER=i686-linux-gnu-gcc \
+    RUSTFLAGS="--cfg chacha20_avx512 --cfg fkrng_test_hooks -C link-arg=-Wl,--dynamic-linker=$lib/ld-linux.so.2,-rpath=$lib" \
+    "${cargo_std[@]}" test --target "$target" --workspace --all-features --no-fail-fast \
+    -- --test-threads=1
+  record "$target" native small-stack "$binaries" "$tests" "64-bit-only-tests"
+  done_with target/i686
+  echo "-- section i686: $((SECONDS - started)) s"
+fi
+
+# ---- WASI under Node: the library's unit tests ------------------------------------------
+if want wasi; then
+  started=$SECONDS
+  echo "== wasm32-wasip1 under Node's node:wasi: the library's unit tests"
+  command -v node >/dev/null || { echo "platforms.sh: node is missing (apt-get install nodejs)" >&2; exit 1; }
+  apt_check clang
+  target=wasm32-wasip1
+  std_for "$target" std,panic_abort
+  # clang builds ring's C code (a dependency of the rustls tests) for WebAssembly.
+  suite "wasi" "$logdir/wasi.log" -- \
+    env CARGO_TARGET_DIR=target/wasi CC_wasm32_wasip1=clang PROPTEST_CASES=32 \
+    CARGO_TARGET_WASM32_WASIP1_RUNNER="node --no-warnings $PWD/scripts/wasi/runner.mjs" \
+    "${cargo_std[@]}" test --target "$target" -p fkrng --lib "${hooks[@]}" \
+    --features std,rand_core_0_6,rand_core_0_9,rustls
+  record "$target" node small-stack "$binaries" "$tests" "integration-tests"
+  done_with target/wasi
+  echo "-- section wasi: $((SECONDS - started)) s"
+fi
+
 # ---- WebAssembly without an OS: built with getrandom's wasm_js, run in Node ---------------
 if want wasm; then
   started=$SECONDS
@@ -256,7 +325,9 @@ if want compiled; then
     CARGO_TARGET_DIR=target/cross-check \
       RUSTFLAGS="--cfg chacha20_avx512 --cfg fkrng_test_hooks -D warnings" \
       "${cargo_std[@]}" check --target "$target" -p fkrng --lib "${features[@]}"
-    record "$target" compiled - 0 0 "all-tests(not-runnable-here)"
+    slug="all-tests(not-runnable-here)"
+    [[ $target != wasm32-wasip1 ]] || slug="warnings-check(unit-tests-run-in-node)"
+    record "$target" compiled - 0 0 "$slug"
   done
   target=thumbv7em-none-eabihf
   std_for "$target" core

@@ -4,8 +4,10 @@
 # runs under `strace -f`, writing a marker before each phase on the thread that runs it;
 # the calls each thread makes after its marker belong to that phase. Fails unless, for
 # every phase, the calls seen are the table's "always" calls plus at most its "only if"
-# calls, and unless no phase makes a `sigaltstack` or `rseq` call (fkrng makes neither; the
-# C library and the Rust runtime make theirs at thread start and exit, outside the phases).
+# calls, unless every PROT_, MAP_ and MADV_ flag of a phase's mmap, mprotect and madvise
+# calls is named in its row, and unless no phase makes a `sigaltstack` or `rseq` call (fkrng
+# makes neither; the C library and the Rust runtime make theirs at thread start and exit,
+# outside the phases).
 #
 # Usage: scripts/sandbox-syscalls.sh   (Linux; needs strace)
 set -euo pipefail
@@ -32,7 +34,14 @@ trace, doc = sys.argv[1:]
 # Calls per phase, attributed by thread: a marker `write(2, "phase NAME\n", ...)` starts
 # NAME on the thread that writes it. Phases named after-* hold the harness's own calls
 # (starting and ending threads) and are not checked.
-phase, seen = {}, {}
+phase, seen, flags = {}, {}, {}
+# strace releases older than Linux 6.11's MAP_DROPPABLE print it as a number.
+flag = re.compile(r"\b(?:PROT|MAP|MADV)_[A-Z]+(?:_[A-Z]+)*\b")
+def flags_of(call):
+    named = set(flag.findall(call))
+    if re.search(r", 0x8(?: /\* MAP_\?\?\? \*/)?\|MAP_ANONYMOUS", call):
+        named.add("MAP_DROPPABLE")
+    return named
 for line in open(trace):
     m = re.match(r"^(\d+) +(.*)$", line.rstrip("\n"))
     if not m:
@@ -50,6 +59,8 @@ for line in open(trace):
     if resumed:
         continue  # counted at its start
     seen.setdefault(phase[pid], set()).add(name)
+    if name in ("mmap", "mprotect", "madvise"):
+        flags.setdefault(phase[pid], set()).update(flags_of(rest))
 
 # The table: | phase | always | only if |, between the marker comment and the next blank line.
 text = open(doc).read()
@@ -58,10 +69,11 @@ rows = {}
 for line in text[start:].splitlines()[3:]:
     if not line.startswith("|"):
         break
-    cells = [c.strip() for c in line.strip().strip("|").split("|")]
+    # Cells split at the pipes that are not escaped (`PROT_READ\|PROT_WRITE` is one).
+    cells = [c.strip() for c in re.split(r"(?<!\\)\|", line.strip().strip("|"))]
     key = re.search(r"`([a-z-]+)`", cells[0]).group(1)
-    calls = lambda cell: set(re.findall(r"`(\w+)`", cell))
-    rows[key] = (calls(cells[1]), calls(cells[2]))
+    calls = lambda cell: set(c for c in re.findall(r"`(\w+)`", cell) if not flag.match(c))
+    rows[key] = (calls(cells[1]), calls(cells[2]), set(flag.findall(line)))
 
 status = 0
 never = {"sigaltstack", "rseq"}
@@ -71,9 +83,14 @@ for key, got in sorted(seen.items()):
     if got & never:
         print(f"sandbox-syscalls: FAIL: {key}: {sorted(got & never)} made (fkrng makes neither)")
         status = 1
-for key, (always, only_if) in rows.items():
+for key, (always, only_if, named) in rows.items():
     got = seen.get(key, set())
-    print(f"sandbox-syscalls: {key}: {' '.join(sorted(got)) or '(none)'}")
+    shown = ' '.join(sorted(got)) or '(none)'
+    print(f"sandbox-syscalls: {key}: {shown}; flags: {' '.join(sorted(flags.get(key, ()))) or '(none)'}")
+    unnamed = flags.get(key, set()) - named
+    if unnamed:
+        print(f"sandbox-syscalls: FAIL: {key}: flags {sorted(unnamed)} are not named in the table")
+        status = 1
     if not always <= got:
         print(f"sandbox-syscalls: FAIL: {key}: the table's {sorted(always - got)} were not made")
         status = 1

@@ -1,8 +1,9 @@
 //! A chunk's claim words: bit `i % WORD_BITS` of word `i / WORD_BITS` is set while slot `i` is
 //! leased. Generic over the atomic word: the model tests (`loom_model.rs`) run it on `loom`'s.
 //!
-//! Invariants: a bit is set only by [`claim`]'s compare-and-swap (no slot is claimed twice) and
-//! cleared only by [`release`] from its owner or by [`reset`] in a forked child; bits past a
+//! Invariants: a bit is set only by a compare-and-swap of [`claim`] or [`seal`] (no slot is
+//! claimed twice) and cleared only by its owner ([`release`], a failed [`seal`]) or by [`reset`]
+//! in a forked child; bits past a
 //! chunk's slots are never set. Where other threads run, every change of a word is a
 //! read-modify-write, so a claim's acquire reads from the release sequence of the last release.
 
@@ -79,6 +80,27 @@ pub(crate) fn release<W: Word>(words: &[W], i: usize) {
     words[i / WORD_BITS].fetch_and(!(1 << (i % WORD_BITS)), Release);
 }
 
+/// Claims every slot of a chunk of `slots` slots at once if none is claimed: `true`, and no slot
+/// of it is leased again (until a forked child's [`reset`]); `false`, the claims unchanged.
+#[cfg(all(any(target_os = "linux", target_os = "android"), not(miri)))]
+pub(crate) fn seal<W: Word>(words: &[W], slots: usize) -> bool {
+    let seal = |w: usize| loop {
+        match words[w].claim_weak(0, mask(slots, w)) {
+            Ok(_) => return true,
+            Err(0) => {} // a spurious failure
+            Err(_) => return false,
+        }
+    };
+    let sealed = (0..words.len()).take_while(|&w| seal(w)).count();
+    if sealed < words.len() {
+        // Only the words sealed here are this call's to give back.
+        for (w, word) in words[..sealed].iter().enumerate() {
+            word.fetch_and(!mask(slots, w), Release);
+        }
+    }
+    sealed == words.len()
+}
+
 /// Clears every claim but `keep`'s (the caller's slot, set throughout): one store per word,
 /// async-signal-safe. Sound only where no claim has another owner (a forked child's handler).
 pub(crate) fn reset<W: Word>(words: &[W], keep: Option<usize>) {
@@ -133,5 +155,20 @@ mod tests {
         assert_eq!(bits(&w), [0b1000, 0]);
         reset(&w, None);
         assert_eq!(bits(&w), [0, 0]);
+    }
+
+    /// A seal takes every slot of a chunk with none leased, and leaves a chunk with one leased
+    /// exactly as it was.
+    #[cfg(all(any(target_os = "linux", target_os = "android"), not(miri)))]
+    #[test]
+    fn a_seal_takes_a_free_chunk_whole_and_leaves_a_leased_one() {
+        let slots = WORD_BITS + 2;
+        let w = words([0, 0b10]);
+        assert!(!seal(&w, slots));
+        assert_eq!(bits(&w), [0, 0b10]);
+        release(&w, WORD_BITS + 1);
+        assert!(seal(&w, slots));
+        assert_eq!(bits(&w), [usize::MAX, 0b11]);
+        assert_eq!(claim(&w, slots), None);
     }
 }

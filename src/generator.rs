@@ -63,16 +63,17 @@ impl FkeState {
     /// (nothing taken) when fewer than `N` are left.
     #[inline(always)]
     pub(crate) fn take<const N: usize>(&mut self) -> Option<[u8; N]> {
-        let avail = self.avail;
-        // Redundant with the slice check below, but gives faster code.
-        if avail < N {
+        // One comparison for `N <= avail <= 992`: `left` wraps past `992 - N` when `avail < N`.
+        let left = self.avail.wrapping_sub(N);
+        if left > BUFFER_LEN.saturating_sub(N) {
             return None;
         }
+        // In bounds by the check above (`REFILL_LEN - N - left >= KEY_LEN`): no panic branch.
         let buffer = self.block.as_flattened_mut();
-        let src = buffer[REFILL_LEN - avail..].first_chunk_mut::<N>()?;
+        let src = buffer[REFILL_LEN - N - left..].first_chunk_mut::<N>()?;
         let out = *src;
         *src = [0; N];
-        self.avail = avail - N;
+        self.avail = left;
         Some(out)
     }
 

@@ -65,6 +65,8 @@ pub mod test_hooks;
 pub use generator::{BUFFER_LEN, FkeRng, KEY_LEN, REFILL_LEN};
 pub use keystream::{KeystreamPath, keystream_path};
 
+#[cfg(feature = "getrandom_backend")]
+pub use compat::getrandom_backend::getrandom_backend_serves;
 #[cfg(feature = "rustls")]
 pub use compat::rustls::RustlsRandom;
 #[cfg(feature = "std")]

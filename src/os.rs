@@ -5,9 +5,13 @@ pub(crate) mod clock;
 pub(crate) mod diversifier;
 #[cfg(all(any(target_os = "linux", target_os = "android"), not(miri)))]
 mod entropy;
+#[cfg(all(any(target_os = "linux", target_os = "android"), not(miri)))]
+pub(crate) mod nocancel;
 pub(crate) mod pages;
 #[cfg(all(unix, not(miri)))]
 pub(crate) mod thread_exit;
+#[cfg(all(target_os = "linux", target_arch = "x86_64", not(miri)))]
+pub(crate) mod valgrind;
 #[cfg(all(target_os = "linux", target_arch = "x86_64", not(miri)))]
 pub(crate) mod vdso;
 pub(crate) mod vmclock;
@@ -26,7 +30,8 @@ pub(crate) fn fill(dest: &mut [u8]) -> Result<(), Error> {
 
 /// As [`fill`], for a new thread's first seed: once the system call has answered in this
 /// process, from the vDSO's `getrandom` (x86-64 Linux 6.11+) where it can serve, with no
-/// vDSO state that predates `epoch` (the fork epoch: forks and `reseed_all`).
+/// vDSO state that predates `epoch` (the fork epoch: forks and `reseed_all`). Before that,
+/// the vDSO's state page is mapped (`vdso::prepare`).
 pub(crate) fn fill_new_thread(dest: &mut [u8], epoch: u64) -> Result<(), Error> {
     #[cfg(not(all(target_os = "linux", target_arch = "x86_64", not(miri))))]
     let _ = epoch;
@@ -37,6 +42,8 @@ pub(crate) fn fill_new_thread(dest: &mut [u8], epoch: u64) -> Result<(), Error> 
             vdso::fill(dest, epoch).unwrap_or_else(|| entropy::fill_by_syscall(dest))
         });
     }
+    #[cfg(all(target_os = "linux", target_arch = "x86_64", not(miri)))]
+    vdso::prepare();
     fill(dest)
 }
 

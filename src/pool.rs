@@ -2,7 +2,8 @@
 //! thread costs a slot, not a kernel mapping.
 //!
 //! Invariants: a chunk ([`CHUNK_LEN`]; on Linux one `MADV_WIPEONFORK` + `MADV_DONTDUMP` mapping) is
-//! published once into the first empty entry of a fixed directory and never unmapped; slots never
+//! published once into the first empty entry of a fixed directory and unmapped only once sealed
+//! with none of its slots leased ([`StatePool::close`]); slots never
 //! straddle a page. Claim words in static memory (`claims.rs`, model-checked in
 //! `pool/loom_model.rs`) mark leased slots; a slot is zeroed before its claim is released and again
 //! when claimed. No lock anywhere: a signal handler or forked child never waits. A forked child's
@@ -18,7 +19,7 @@ use crate::os::pages::{Advice, note_advice, os};
 use core::alloc::Layout;
 use core::marker::PhantomData;
 use core::ptr::{self, NonNull};
-use core::sync::atomic::Ordering::{AcqRel, Acquire};
+use core::sync::atomic::Ordering::{AcqRel, Acquire, Release};
 use core::sync::atomic::{AtomicPtr, AtomicUsize};
 
 /// Bytes of one chunk: 256 KiB on Linux and Android (64 pages of 4 KiB, one mapping), 64
@@ -143,8 +144,8 @@ impl<T> StatePool<T> {
             unsafe { os::unmap(p, g.len, chunk_layout(&g)) };
         }
         let (c, base, i) = found?;
-        // SAFETY: `base` is a published chunk of `g.len` bytes, which stays mapped for the
-        // process's lifetime, and slot `i` lies inside it.
+        // SAFETY: `base` is a published chunk of `g.len` bytes, which stays mapped while a slot
+        // of it is claimed (`close`), and slot `i` lies inside it.
         let slot = unsafe { base.add(g.offset(i)) }.cast::<T>();
         // Zeroed again: a slot freed in a forked child without wipe-on-fork holds its old state.
         // SAFETY: the slot is claimed by this thread alone, aligned and `stride` bytes long,
@@ -163,8 +164,28 @@ impl<T> StatePool<T> {
     fn map_chunk(&self, g: &Geometry) -> Option<NonNull<u8>> {
         let (p, len, wiped) = os::map(chunk_layout(g), self.advice)?;
         debug_assert_eq!(len, g.len);
+        // Only the claim words order the slots' owners: helgrind and DRD would see races.
+        #[cfg(all(target_os = "linux", target_arch = "x86_64", not(miri)))]
+        crate::os::valgrind::untrack(p.as_ptr(), len);
         note_advice(self.advice, wiped);
         Some(p)
+    }
+
+    /// Unmaps every chunk with no slot leased, sealed first so that no lease takes it again; a
+    /// chunk with a leased slot stays. At unload or exit, while other threads may still lease.
+    #[cfg(all(any(target_os = "linux", target_os = "android"), not(miri)))]
+    pub(crate) fn close(&self) {
+        let g = Self::geometry();
+        for chunk in &self.chunks {
+            if let Some(base) = NonNull::new(chunk.base.load(Acquire))
+                && claims::seal(&chunk.claimed, g.slots)
+            {
+                // Unpublished first: a forked child's reset stops here and leaves the seal.
+                chunk.base.store(ptr::null_mut(), Release);
+                // SAFETY: mapped by `map_chunk` with this geometry; sealed, nothing refers into it.
+                unsafe { os::unmap(base, g.len, chunk_layout(&g)) };
+            }
+        }
     }
 
     /// In a forked child (the child handler): every slot's claim cleared but `keep`'s (the
@@ -314,6 +335,39 @@ mod tests {
         fresh.into_iter().for_each(core::mem::forget);
         POOL.reset_after_fork(None);
         assert_eq!(POOL.census(), (1, 0));
+    }
+
+    /// Closing unmaps a chunk with no slot leased and never leases from it again, and leaves a
+    /// chunk with a leased slot as it was, its state readable and its free slots leased next.
+    #[cfg(all(any(target_os = "linux", target_os = "android"), not(miri)))]
+    #[test]
+    fn close_unmaps_only_chunks_without_a_leased_slot() {
+        static POOL: StatePool<State> = StatePool::new(Advice::WipeOnFork);
+        let g = StatePool::<State>::geometry();
+        let mut leases: Vec<_> = (0..g.slots + 1).map(|_| POOL.lease().unwrap()).collect();
+        drop(leases.pop());
+        let kept = leases.pop().unwrap();
+        fill(&kept, 0x5a);
+        drop(leases);
+        POOL.close();
+        let base = |c: usize| POOL.chunks[c].base.load(Acquire) as usize;
+        assert_ne!(base(0), 0, "a chunk with a leased slot was closed");
+        assert_eq!(base(1), 0, "a chunk with no leased slot stayed published");
+        assert!(bytes(&kept).iter().all(|&b| b == 0x5a));
+        let again: Vec<_> = (0..g.slots).map(|_| POOL.lease().unwrap()).collect();
+        let in_first = |p: usize| (base(0)..base(0) + g.len).contains(&p);
+        let (first, rest): (Vec<_>, Vec<_>) = again
+            .iter()
+            .map(|l| l.as_ptr() as usize)
+            .partition(|&p| in_first(p));
+        assert_eq!(
+            first.len(),
+            g.slots - 1,
+            "the open chunk's free slots come first"
+        );
+        assert_eq!(rest.len(), 1);
+        // The sealed entry takes a new chunk it never leases from; the lease is in the next.
+        assert!((base(2)..base(2) + g.len).contains(&rest[0]));
     }
 
     /// Slots tile every unit from its start, never straddle one, and map back to their

@@ -82,28 +82,7 @@ mod linux {
             stmt(ret, libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32),
             stmt(ret, libc::SECCOMP_RET_ALLOW),
         ];
-        let prog = libc::sock_fprog {
-            len: program.len() as u16,
-            filter: program.as_mut_ptr(),
-        };
-        // SAFETY: `prctl` with these options reads only `prog` and the program it points to,
-        // both alive for the call.
-        unsafe {
-            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
-                return Err(format!("no_new_privs: {}", std::io::Error::last_os_error()));
-            }
-            if libc::prctl(
-                libc::PR_SET_SECCOMP,
-                libc::SECCOMP_MODE_FILTER as libc::c_ulong,
-                &prog as *const libc::sock_fprog,
-            ) != 0
-            {
-                return Err(format!(
-                    "seccomp filter: {}",
-                    std::io::Error::last_os_error()
-                ));
-            }
-        }
+        fkrng_test_support::seccomp::install(&mut program)?;
         // The filter must really be in force.
         let mut probe = [0u8; 4];
         // SAFETY: `probe` is valid for writes of 4 bytes.

@@ -8,8 +8,8 @@
 //!
 //! Runs without the test harness, so that the process is single-threaded and has not read
 //! the generator when it forks the children that probe unusable stand-ins (the device is
-//! probed once per process, at the first seeding), and so that the reseed counters are
-//! exact.
+//! probed at a process's first seeding, again only after a failure that can pass), and so
+//! that the reseed counters are exact.
 
 #[cfg(all(
     fkrng_test_hooks,
@@ -211,6 +211,66 @@ mod hooked {
         }
     }
 
+    /// Descriptors exhausted at the process's first read (a server at its limit) leave the
+    /// probe open: once they are freed, the next seed maps the device, and a counter change
+    /// makes the next read reseed.
+    fn exhausted_descriptors_leave_the_probe_open() {
+        let s = StandIn::new("emfile", 1);
+        let child = child::run(How::Fork, |_| {
+            use_stand_in(&s.path);
+            let mut limit = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            // SAFETY: `limit` is a valid, writable `rlimit`; a lower soft limit keeps the
+            // loop below short.
+            unsafe {
+                libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit);
+                limit.rlim_cur = limit.rlim_cur.min(64);
+                libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+            }
+            let mut held = Vec::new();
+            loop {
+                // SAFETY: dup has no memory preconditions.
+                match unsafe { libc::dup(0) } {
+                    -1 if std::io::Error::last_os_error().raw_os_error() == Some(libc::EMFILE) => {
+                        break;
+                    }
+                    -1 => return 20,
+                    fd => held.push(fd),
+                }
+            }
+            read16();
+            let open_after_emfile = fkrng::snapshot_protection().is_none();
+            for fd in held {
+                // SAFETY: a descriptor duplicated above, closed once.
+                unsafe { libc::close(fd) };
+            }
+            // A new thread's first seed probes again; then this thread reseeds once, as it
+            // follows the mapped counter instead of the fallback word.
+            std::thread::spawn(read16).join().unwrap();
+            read16();
+            let mapped =
+                fkrng::snapshot_protection() == Some(SnapshotProtection::VmGenerationCounter);
+            let before = snapshot_reseeds();
+            s.set_counter(2);
+            read16();
+            let reseeds = snapshot_reseeds() - before;
+            match (open_after_emfile, mapped, reseeds) {
+                (true, true, 1) => 0,
+                (false, _, _) => 21,
+                (_, false, _) => 22,
+                _ => 23,
+            }
+        });
+        let _ = std::fs::remove_file(&s.path);
+        assert_eq!(
+            child.status,
+            Status::Exited(0),
+            "21: the probe closed at EMFILE, 22: not mapped after, 23: no single reseed"
+        );
+    }
+
     fn read16() -> [u8; 16] {
         let mut v = [0u8; 16];
         fkrng::fill(&mut v);
@@ -313,6 +373,8 @@ mod hooked {
         // probe unusable ones, then in this process before its first read.
         unusable_devices_degrade_silently();
         println!("unusable devices degrade silently: ok");
+        exhausted_descriptors_leave_the_probe_open();
+        println!("exhausted descriptors leave the probe open: ok");
         let s = StandIn::new("live", 42);
         use_stand_in(&s.path);
         every_thread_reseeds_once_after_a_change(&s);

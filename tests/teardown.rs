@@ -79,6 +79,8 @@ fn check_fresh(alive: &[Vec<u8>], at_exit: &[[u8; 32]]) {
     }
 }
 
+// Not on Windows: a destructor registered before the first read still finds the state there.
+#[cfg(not(windows))]
 #[test]
 fn destructor_after_release_gets_fresh_bytes_from_the_os() {
     fkrng::test_hooks::snapshot::stand_in_from_env();

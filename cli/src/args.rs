@@ -8,11 +8,10 @@
 //!   the double-dash flags (so `fkrng -hex 32` does what `openssl rand -hex 32` does);
 //!   openssl's other options (`-rand`, `-writerand`, `-engine`, `-provider`,
 //!   `-provider-path`, `-propquery`), with one dash or two, are an error that says so;
-//! - `--out` needs a COUNT (the file is replaced only when complete) and a format flag
+//! - `--out` needs a COUNT (a file is not filled without end) and a format flag
 //!   (`openssl rand -out` writes raw bytes; here the user says which);
 //! - without a format flag the request says so ([`Request::format_given`]): the caller
-//!   writes hex to a terminal or `/dev/null`, raw bytes to a regular file and refuses
-//!   anything else ([`Error::no_format`]);
+//!   writes raw bytes to a regular file and hex to anything else;
 //! - `--help` and `--version` print to stdout only when they are the whole command line;
 //!   with anything else (`fkrng -h 32`, `fkrng -hx 32`) they are an error;
 //! - an argument that starts with a dash look-alike (an em dash from a word processor) is an
@@ -33,28 +32,28 @@ use std::path::PathBuf;
                   and dd read it: K, k or KiB = 1024 and KB or kB = 1000 bytes; likewise \
                   M/MiB/MB, G/GiB/GB, T/TiB/TB, P/PiB/PB and E/EiB/EB; B = 1 byte. A COUNT of \
                   0 writes nothing.\n\n\
-                  Without a format flag, hex is written to a terminal (or /dev/null) and raw \
-                  bytes to a regular file (fkrng 32 > key.bin, as openssl rand writes them); \
-                  to anything else (a pipe, such as $(fkrng 32)) the tool refuses: say --hex \
-                  or --raw. Raw bytes are never written to a terminal.\n\n\
-                  --out FILE writes to a temporary file (mode 0600) in FILE's directory and \
-                  renames it over FILE once it is complete and on disk, so a failed run \
-                  leaves an existing FILE as it was. A new FILE has mode 0600; an existing \
-                  one keeps its owner, group and mode, and is refused, unchanged, when its \
-                  owner cannot be kept (a shell's > FILE writes it in place). A FILE that \
-                  exists and is not a regular file (/dev/null, a FIFO) is written in place. \
-                  --out - is stdout, and so is a FILE that is the file stdout is on \
-                  (/dev/stdout; likewise stderr): it is written through that descriptor, as a \
-                  shell redirection would, keeping what is around it. --out needs a COUNT and \
-                  a format flag.\n\n\
+                  Without a format flag, fkrng writes raw bytes to a regular file, as \
+                  openssl rand does (fkrng 32 > key.bin), and hex to anything else: a \
+                  terminal, a pipe, $(fkrng 32). Raw bytes are never written to a terminal.\n\n\
+                  --out FILE opens FILE as a shell's > FILE does, under the kernel's rules \
+                  for links and sticky directories: an existing file is truncated and \
+                  written in place, keeping its inode, owner, group, mode, ACLs and hard \
+                  links; a new one is created exclusively (O_CREAT|O_EXCL) with mode 0600 \
+                  and removed again if the run fails or SIGINT, SIGTERM, SIGHUP or SIGQUIT \
+                  ends it before it is complete. A symbolic link to a missing file is \
+                  refused. --out - is stdout, and so is a FILE that is the file stdout is on \
+                  (/dev/stdout; likewise stderr): it is written through that descriptor, as \
+                  a shell redirection would, keeping what is around it. --out needs a COUNT \
+                  and a format flag.\n\n\
                   openssl's spellings -hex, -base64, -raw and -out work too; its -rand, \
                   -writerand, -engine, -provider, -provider-path and -propquery are refused. \
                   --help and --version work only alone.\n\n\
-                  Exit status: 0 on success, also when the reader closes the pipe early and \
-                  when stdout is /dev/null (however it was opened); 1 when the OS random \
-                  source or the output fails (also a stdout that was closed when fkrng \
-                  started: \"Bad file descriptor\", and a FILE that cannot be written); 2 for \
-                  bad arguments and a refused format.",
+                  Exit status: 0 on success, also when the reader closes the pipe of an \
+                  endless --raw and when stdout is /dev/null (however it was opened); 1 when \
+                  the OS random source or the output fails: a COUNT that the reader did not \
+                  take whole (fkrng --raw 4MiB | head -c 100), a stdout that was closed when \
+                  fkrng started (\"Bad file descriptor\"), a FILE that cannot be written; 2 \
+                  for bad arguments and raw bytes to a terminal.",
     disable_help_flag = true,
     disable_version_flag = true,
     group(ArgGroup::new("format").args(["hex", "base64", "base64url", "raw"]).multiple(false))
@@ -72,7 +71,7 @@ struct Args {
     /// Raw bytes (never to a terminal). Without COUNT, writes until stdout is closed.
     #[arg(long)]
     raw: bool,
-    /// Write to FILE (replaced only once complete; a new one gets mode 0600) instead of stdout.
+    /// Write to FILE (as > FILE opens it; a new one gets mode 0600) instead of stdout.
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
     /// Print help (only as the sole argument).
@@ -146,19 +145,6 @@ impl Error {
         Self {
             message: message.into(),
         }
-    }
-
-    /// No format flag and a stdout that is not a terminal, `/dev/null` or a regular file
-    /// (a pipe, such as a shell's command substitution): raw bytes, what `openssl rand`
-    /// writes, could end up in a shell variable, and hex would differ from openssl's output,
-    /// so the user has to say which. (Used by the tool, not by the fuzz target, which builds
-    /// this file too.)
-    #[allow(dead_code)]
-    pub fn no_format() -> Self {
-        Self::new(
-            "no format given and stdout is not a terminal or a file; say --raw for raw bytes \
-             (what openssl rand writes) or --hex",
-        )
     }
 
     /// Raw bytes asked for and a terminal to write them to.
@@ -366,8 +352,8 @@ where
     if args.out.is_some() {
         if args.count.is_none() {
             return Err(Error::new(
-                "--out needs a COUNT: the file is replaced only once complete, e.g. \
-                 'fkrng --raw --out key.bin 32'",
+                "--out needs a COUNT: a file is not filled without end, e.g. 'fkrng --raw \
+                 --out key.bin 32'",
             ));
         }
         if !format_given {

@@ -1,23 +1,23 @@
 //! `fkrng`: random bytes from the command line, like `openssl rand`.
 //!
 //! ```text
+//! fkrng 32                # hex to a terminal or a pipe (K=$(fkrng 32)), raw bytes to a file
+//! fkrng 32 > key.bin      # 32 raw bytes, as openssl rand 32 writes them
 //! fkrng --hex 32          # 64 hex digits and a newline (also: fkrng -hex 32)
 //! fkrng --base64 48       # 64 base64 characters and a newline
 //! fkrng --base64url 32    # 43 URL-safe base64 characters (no padding) and a newline
-//! fkrng --raw 1GiB > f    # raw bytes
 //! fkrng --raw | head -c 100   # raw bytes until stdout closes
-//! fkrng --raw --out key.bin 32   # a new 0600 file, replacing key.bin once complete
-//! fkrng 32 > key.bin      # raw bytes to a file, as openssl rand 32 writes them
-//! fkrng 16                # hex on a terminal (or /dev/null); a pipe needs a format flag
+//! fkrng --raw --out key.bin 32   # as > key.bin opens it; a new file gets mode 0600
 //! ```
 //!
-//! Exit status: 0 on success (also when the reader closes the pipe early, and with stdout
-//! on `/dev/null`), 1 when the OS random source or the output fails (also when stdout was
-//! closed at start), 2 for bad arguments (also no format flag with a pipe for stdout, and
-//! raw bytes for a terminal).
+//! Exit status: 0 on success (also when the reader closes the pipe of an endless `--raw`,
+//! and with stdout on `/dev/null`), 1 when the OS random source or the output fails (also
+//! when a COUNT cannot be delivered whole because the reader went, and when stdout was
+//! closed at start), 2 for bad arguments (also raw bytes for a terminal).
 
 mod args;
 mod file;
+mod interrupt;
 mod output;
 mod size;
 
@@ -52,7 +52,6 @@ fn main() -> ExitCode {
     // change the status).
     let (status, message) = match result {
         Ok(()) => return ExitCode::SUCCESS,
-        Err(Failure::Io(e)) if e.kind() == io::ErrorKind::BrokenPipe => return ExitCode::SUCCESS,
         Err(Failure::Io(e)) => (ExitCode::FAILURE, format!("fkrng: {e}\n")),
         Err(Failure::Usage(e)) => (ExitCode::from(2), e.render()),
     };
@@ -61,7 +60,8 @@ fn main() -> ExitCode {
 }
 
 /// Carries out `command`: prints the text, or writes the random bytes to `--out`'s file or
-/// to stdout in the format [`format_for`] chooses.
+/// to stdout in the format [`format_for`] chooses. A reader that closes the pipe ends an
+/// endless stream successfully; a COUNT that was not delivered whole is an error.
 fn run(command: Command) -> Result<(), Failure> {
     match command {
         Command::Print(text) => {
@@ -77,12 +77,15 @@ fn run(command: Command) -> Result<(), Failure> {
             file::Target::Stdout => {
                 let mut out = output::Stdout::open().map_err(output::stdout_error)?;
                 let format = format_for(format, format_given, out.kind())?;
-                stream(format, count, &mut out, &mut Buffers::new())?;
+                match stream(format, count, &mut out, &mut Buffers::new()) {
+                    Err(e) if count.is_none() && e.kind() == io::ErrorKind::BrokenPipe => {}
+                    written => written?,
+                }
             }
             file::Target::File(mut out) => {
                 let format = format_for(format, format_given, out.kind())?;
                 stream(format, count, &mut out, &mut Buffers::new())?;
-                out.commit()?;
+                out.commit();
             }
         },
     }
@@ -90,15 +93,14 @@ fn run(command: Command) -> Result<(), Failure> {
 }
 
 /// The format to write to an output of `kind`: `format` when it was `given`; without a
-/// format flag, hex to a terminal or `/dev/null` and raw bytes to a regular file (as
-/// `openssl rand` writes there), and a refusal for anything else, so that a pipe into a
-/// shell variable never gets raw bytes. Raw bytes are never written to a terminal.
+/// format flag, raw bytes to a regular file (as `openssl rand` writes there) and hex to
+/// anything else, so that a pipe or a shell variable gets text that no NUL byte or
+/// trailing newline can shorten. Raw bytes are never written to a terminal.
 fn format_for(format: Format, given: bool, kind: Kind) -> Result<Format, Failure> {
     let format = match kind {
         _ if given => format,
-        Kind::Terminal | Kind::Null => Format::Hex,
         Kind::File => Format::Raw,
-        Kind::Other => return Err(Failure::Usage(args::Error::no_format())),
+        Kind::Terminal | Kind::Other => Format::Hex,
     };
     if format == Format::Raw && kind == Kind::Terminal {
         return Err(Failure::Usage(args::Error::raw_to_terminal()));

@@ -164,8 +164,6 @@ pub fn stdout_error(e: io::Error) -> io::Error {
 pub enum Kind {
     /// A terminal: it shows text and never gets raw bytes.
     Terminal,
-    /// The `/dev/null` device: it keeps nothing.
-    Null,
     /// A regular file.
     File,
     /// Anything else: a pipe (also a shell's command substitution), a socket, a device.
@@ -178,10 +176,10 @@ pub fn kind_of(file: &File) -> Kind {
     if file.is_terminal() {
         return Kind::Terminal;
     }
-    match file.metadata() {
-        Ok(meta) if meta.is_file() => Kind::File,
-        Ok(meta) if is_dev_null(&meta) => Kind::Null,
-        _ => Kind::Other,
+    if file.metadata().is_ok_and(|meta| meta.is_file()) {
+        Kind::File
+    } else {
+        Kind::Other
     }
 }
 

@@ -42,6 +42,21 @@ pub(crate) unsafe fn fill_raw(dest: *mut u8, len: usize) -> Result<(), getrandom
     crate::try_fill(buf).map_err(to_getrandom_error)
 }
 
+/// Set by the first call of [`__getrandom_v03_custom`]: `getrandom` reached fkrng.
+static SERVED: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+
+/// Whether this binary's `getrandom` 0.4 calls (and its 0.3 calls, which follow the same
+/// `--cfg getrandom_backend="custom"`) are served by fkrng: makes one 1-byte
+/// `getrandom::fill` and reports whether fkrng's backend answered it. `false` in a binary
+/// built without the cfg (for example a `RUSTFLAGS` that replaces the one setting it): its
+/// `getrandom` then asks the OS itself, one system call per call. Never fails or panics; a
+/// failing fill still reports who was asked. `getrandom` 0.2 callers (rand 0.8's `OsRng`,
+/// ring) never reach fkrng, whatever this returns.
+pub fn getrandom_backend_serves() -> bool {
+    let _ = getrandom::fill(&mut [0u8; 1]);
+    SERVED.load(core::sync::atomic::Ordering::Relaxed)
+}
+
 /// The `getrandom` crate's custom backend. Not in the unit-test build, whose binary also
 /// links the library: the symbol would be defined twice.
 ///
@@ -53,6 +68,7 @@ unsafe extern "Rust" fn __getrandom_v03_custom(
     dest: *mut u8,
     len: usize,
 ) -> Result<(), getrandom::Error> {
+    SERVED.store(true, core::sync::atomic::Ordering::Relaxed);
     // SAFETY: forwarded from the caller's guarantee.
     unsafe { fill_raw(dest, len) }
 }
@@ -60,6 +76,13 @@ unsafe extern "Rust" fn __getrandom_v03_custom(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The unit-test binary has no `__getrandom_v03_custom` and no cfg: `getrandom` asks
+    /// the OS, and the query says so.
+    #[test]
+    fn the_query_reports_a_build_without_the_backend() {
+        assert!(!getrandom_backend_serves());
+    }
 
     #[test]
     fn fills_the_whole_buffer_and_accepts_empty_requests() {

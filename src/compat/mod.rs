@@ -61,7 +61,7 @@ macro_rules! rand_core_impls {
 }
 
 #[cfg(feature = "getrandom_backend")]
-mod getrandom_backend;
+pub(crate) mod getrandom_backend;
 mod rand_core_010;
 #[cfg(feature = "rand_core_0_6")]
 mod rand_core_06;

@@ -494,3 +494,166 @@ fn refill_in_place_is_keystream_0_to_16_of_the_old_key() {
     refill_in_place(&mut blocks);
     assert_eq!(blocks.to_vec(), reference(&key, 0, 16));
 }
+
+/// Pattern words loaded into the callee-saved registers before a probed call.
+#[cfg(all(any(target_arch = "x86_64", target_arch = "aarch64"), not(miri)))]
+fn patterns<const N: usize>() -> [u64; N] {
+    core::array::from_fn(|i| 0x5eed_0000_0000_0000 ^ (i as u64 + 1).wrapping_mul(0x0101_0101_0101))
+}
+
+/// Calls `f` with [`patterns`] in every register the target's C ABI makes callee-saved (the
+/// general ones first, then the callee-saved halves of vector registers as 64-bit words,
+/// low first) and returns the words loaded and what each register holds when `f` returns.
+#[cfg(all(target_arch = "x86_64", not(miri)))]
+fn callee_saved_across(f: extern "C" fn()) -> (Vec<u64>, Vec<u64>) {
+    // System V: rbx, rbp, r12-r15. Windows x64 adds rsi, rdi and xmm6-xmm15 whole.
+    #[cfg(windows)]
+    macro_rules! windows {
+        ($text:literal) => {
+            $text
+        };
+    }
+    #[cfg(not(windows))]
+    macro_rules! windows {
+        ($text:literal) => {
+            ""
+        };
+    }
+    const N: usize = if cfg!(windows) { 6 + 2 + 20 } else { 6 };
+    let mut words = patterns::<N>();
+    // SAFETY: the block saves rbx and rbp (and the pointer, in rax) and restores them, names
+    // every other register it loads as an output, keeps the stack 16-byte aligned with 32 bytes of shadow space
+    // at the call, and `words` holds the N words it reads and writes.
+    unsafe {
+        core::arch::asm!(
+            "push rbx", "push rbp", "push rax", "sub rsp, 40",
+            "mov rbx, [rax]", "mov rbp, [rax + 8]", "mov r12, [rax + 16]",
+            "mov r13, [rax + 24]", "mov r14, [rax + 32]", "mov r15, [rax + 40]",
+            windows!("mov rsi, [rax + 48]\nmov rdi, [rax + 56]\nmovdqu xmm6, [rax + 64]
+                movdqu xmm7, [rax + 80]\nmovdqu xmm8, [rax + 96]\nmovdqu xmm9, [rax + 112]
+                movdqu xmm10, [rax + 128]\nmovdqu xmm11, [rax + 144]
+                movdqu xmm12, [rax + 160]\nmovdqu xmm13, [rax + 176]
+                movdqu xmm14, [rax + 192]\nmovdqu xmm15, [rax + 208]"),
+            "call rcx",
+            "mov rax, [rsp + 40]",
+            "mov [rax], rbx", "mov [rax + 8], rbp", "mov [rax + 16], r12",
+            "mov [rax + 24], r13", "mov [rax + 32], r14", "mov [rax + 40], r15",
+            windows!("mov [rax + 48], rsi\nmov [rax + 56], rdi\nmovdqu [rax + 64], xmm6
+                movdqu [rax + 80], xmm7\nmovdqu [rax + 96], xmm8\nmovdqu [rax + 112], xmm9
+                movdqu [rax + 128], xmm10\nmovdqu [rax + 144], xmm11
+                movdqu [rax + 160], xmm12\nmovdqu [rax + 176], xmm13
+                movdqu [rax + 192], xmm14\nmovdqu [rax + 208], xmm15"),
+            "add rsp, 48", "pop rbp", "pop rbx",
+            in("rax") words.as_mut_ptr(),
+            in("rcx") f,
+            out("r12") _, out("r13") _, out("r14") _, out("r15") _, out("rsi") _, out("rdi") _,
+            out("xmm6") _, out("xmm7") _, out("xmm8") _, out("xmm9") _, out("xmm10") _,
+            out("xmm11") _, out("xmm12") _, out("xmm13") _, out("xmm14") _, out("xmm15") _,
+            clobber_abi("C"),
+        );
+    }
+    (patterns::<N>().to_vec(), words.to_vec())
+}
+
+/// As the x86-64 form, for AAPCS64: x19-x29 and the low halves of v8-v15 (d8-d15).
+#[cfg(all(target_arch = "aarch64", not(miri)))]
+fn callee_saved_across(f: extern "C" fn()) -> (Vec<u64>, Vec<u64>) {
+    const N: usize = 19;
+    let mut words = patterns::<N>();
+    // SAFETY: the block saves x19 and x29 (and the pointer, in x0) and restores them, names
+    // every other register it loads as an output, keeps sp 16-byte aligned, and `words`
+    // holds the 19 words it reads and writes.
+    unsafe {
+        core::arch::asm!(
+            "stp x29, x30, [sp, #-16]!", "stp x19, x0, [sp, #-16]!",
+            "ldp x19, x20, [x0]", "ldp x21, x22, [x0, #16]", "ldp x23, x24, [x0, #32]",
+            "ldp x25, x26, [x0, #48]", "ldp x27, x28, [x0, #64]", "ldr x29, [x0, #80]",
+            "ldp d8, d9, [x0, #88]", "ldp d10, d11, [x0, #104]",
+            "ldp d12, d13, [x0, #120]", "ldp d14, d15, [x0, #136]",
+            "blr x1",
+            "ldr x0, [sp, #8]",
+            "stp x19, x20, [x0]", "stp x21, x22, [x0, #16]", "stp x23, x24, [x0, #32]",
+            "stp x25, x26, [x0, #48]", "stp x27, x28, [x0, #64]", "str x29, [x0, #80]",
+            "stp d8, d9, [x0, #88]", "stp d10, d11, [x0, #104]",
+            "stp d12, d13, [x0, #120]", "stp d14, d15, [x0, #136]",
+            "ldp x19, x2, [sp], #16", "ldp x29, x30, [sp], #16",
+            in("x0") words.as_mut_ptr(),
+            in("x1") f,
+            out("x20") _, out("x21") _, out("x22") _, out("x23") _, out("x24") _, out("x25") _,
+            out("x26") _, out("x27") _, out("x28") _, out("v8") _, out("v9") _, out("v10") _,
+            out("v11") _, out("v12") _, out("v13") _, out("v14") _, out("v15") _,
+            clobber_abi("C"),
+        );
+    }
+    (patterns::<N>().to_vec(), words.to_vec())
+}
+
+/// Every `asm!` block of the keystream, run as a call of its own (the register clearing
+/// block by block, the stack scrub, and the kernels' blocks inside a refill and a direct
+/// fill with a rider): a value held across it in each register the target's C ABI makes
+/// callee-saved is still there, which holds only if each block names every register it
+/// writes.
+#[cfg(all(any(target_arch = "x86_64", target_arch = "aarch64"), not(miri)))]
+#[test]
+fn asm_blocks_keep_callee_saved_registers() {
+    extern "C" fn refill() {
+        let mut blocks = [[0x3cu8; BLOCK_LEN]; 16];
+        refill_in_place(core::hint::black_box(&mut blocks));
+    }
+    extern "C" fn direct_fill() {
+        let mut blocks = [[0x3cu8; BLOCK_LEN]; 16];
+        let mut rest = [0u8; 17 * BLOCK_LEN + 1];
+        direct_fill_in_place(&mut blocks, core::hint::black_box(&mut rest));
+    }
+    extern "C" fn stack() {
+        scrub::scrub_stack();
+    }
+    let mut probes: Vec<(&str, extern "C" fn())> = vec![
+        ("refill", refill),
+        ("direct fill", direct_fill),
+        ("stack", stack),
+    ];
+    #[cfg(target_arch = "x86_64")]
+    {
+        extern "C" fn xmm() {
+            scrub::clear_xmm();
+        }
+        extern "C" fn general() {
+            scrub::clear_general();
+        }
+        extern "C" fn ymm() {
+            // SAFETY: run only where CPUID reports AVX (below).
+            unsafe { scrub::clear_ymm() };
+        }
+        extern "C" fn zmm() {
+            // SAFETY: run only where CPUID reports AVX-512F (below).
+            unsafe { scrub::clear_zmm() };
+        }
+        probes.extend([("xmm", xmm as extern "C" fn()), ("general", general)]);
+        if std::arch::is_x86_feature_detected!("avx") {
+            probes.push(("ymm", ymm));
+        }
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            probes.push(("zmm", zmm));
+        }
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        extern "C" fn vector_and_general() {
+            scrub::clear_registers();
+        }
+        probes.push(("vector and general", vector_and_general));
+    }
+    let words = if cfg!(windows) {
+        28
+    } else if cfg!(target_arch = "x86_64") {
+        6
+    } else {
+        19
+    };
+    for (name, f) in probes {
+        let (loaded, after) = callee_saved_across(f);
+        assert_eq!(loaded.len(), words);
+        assert_eq!(after, loaded, "{name}");
+    }
+}

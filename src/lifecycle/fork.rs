@@ -4,29 +4,24 @@
 //! both reseed before their next output. PIDs are never used: they are reused.
 
 use crate::error::Error;
+use crate::lifecycle::checks::CHECKS;
 use crate::os::pages::{self, HONOURED, NOT_HONOURED};
 use crate::os::{self, Handler};
 use Ordering::{Acquire, Relaxed, Release};
 use core::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, Ordering};
 
-/// The epoch alone on a 64-byte cache line: no frequently written neighbour slows every read.
-#[repr(C, align(64))]
-pub(crate) struct EpochLine(AtomicU64);
-
-/// Process-wide reseed epoch: bumped in a forked child and by `reseed_all`.
-pub(crate) static EPOCH: EpochLine = EpochLine(AtomicU64::new(1));
-
 #[inline(always)]
 pub(crate) fn epoch() -> u64 {
-    EPOCH.0.load(Relaxed)
+    CHECKS.epoch.load(Relaxed)
 }
 
 /// Starts a new epoch: every thread reseeds before its next output.
 pub(crate) fn bump_epoch() {
-    EPOCH.0.fetch_add(1, Relaxed);
+    CHECKS.epoch.fetch_add(1, Relaxed);
 }
 
-/// Counted by the prepare and child handlers; unlike [`EPOCH`], `reseed_all` leaves it alone.
+/// Counted by the prepare and child handlers; unlike the epoch ([`CHECKS`]), `reseed_all`
+/// leaves it alone.
 static FORKS: AtomicU64 = AtomicU64::new(0);
 
 /// How many times the fork handlers ran in this process and its ancestors (a relaxed load):

@@ -29,7 +29,7 @@ impl Clock for Monotonic {
 #[derive(Default)]
 pub(crate) struct Lifecycle {
     pub(crate) seeded: bool,
-    /// The [`crate::lifecycle::fork::EPOCH`] value at the last (re)seed.
+    /// The [`crate::lifecycle::checks::Checks::epoch`] value at the last (re)seed.
     pub(crate) epoch: u64,
     /// Keystream bytes produced since the last (re)seed.
     pub(crate) produced: u64,

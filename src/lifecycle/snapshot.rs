@@ -1,22 +1,15 @@
 //! Snapshot safety: every thread's state records the VMClock device's VM generation counter
 //! (ABI reader: [`crate::os::vmclock`]) at its (re)seed and every read compares it with the
 //! counter now, so a guest restored from a snapshot reseeds before its next output. The
-//! device is probed once, at the process's first seeding.
+//! device is probed at the process's first seeding, and again at later seeds while the
+//! answer was one that can change.
 
+pub(crate) use crate::lifecycle::checks::{CHECKS, UNMAPPED};
 pub(crate) use crate::os::vmclock::Region;
 use crate::os::vmclock::{OFFSET_VM_GENERATION_COUNTER, VMCLOCK_FLAG_VM_GEN_COUNTER_PRESENT};
-use core::sync::atomic::{AtomicPtr, AtomicU8, AtomicU64, Ordering};
-
-/// The fallback counter when no device is mapped: never changes.
-pub(crate) static UNMAPPED: AtomicU64 = AtomicU64::new(0);
-
-/// The counter pointer alone on a cache line, as [`crate::lifecycle::fork::EpochLine`].
-#[repr(C, align(64))]
-pub(crate) struct CounterLine(pub(crate) AtomicPtr<AtomicU64>);
-
-/// Invariant: points to [`UNMAPPED`] or to `vm_generation_counter` in a never-unmapped page.
-pub(crate) static COUNTER: CounterLine =
-    CounterLine(AtomicPtr::new(core::ptr::addr_of!(UNMAPPED).cast_mut()));
+#[cfg(any(test, fkrng_test_hooks))]
+use core::sync::atomic::{AtomicPtr, AtomicU64};
+use core::sync::atomic::{AtomicU8, Ordering};
 
 /// How a process's thread-local generators are protected against VM snapshot restores.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,7 +34,9 @@ const MANUAL_ONLY: u8 = 3;
 static PROBE: AtomicU8 = AtomicU8::new(UNKNOWN);
 
 /// The snapshot protection in force for this process's thread-local generators; `None`
-/// until the first thread has seeded (the device is probed then). Never fails or panics:
+/// until the first thread has seeded (the device is probed then), and while the probe's
+/// answer was one that can change (`EMFILE`, `ENFILE`, `ENOMEM`, `EINTR`, `EAGAIN`: the
+/// next seed probes again). Never fails or panics:
 /// anything but a usable device on little-endian 64-bit Linux reports
 /// [`SnapshotProtection::ManualOnly`] (docs/SECURITY.md, "VM snapshots").
 pub fn snapshot_protection() -> Option<SnapshotProtection> {
@@ -56,10 +51,10 @@ pub fn snapshot_protection() -> Option<SnapshotProtection> {
 /// hypervisor's update is complete before a restored guest runs again.
 #[inline(always)]
 pub(crate) fn generation() -> u64 {
-    // SAFETY: `COUNTER` points to `UNMAPPED` or at offset 104 (8-byte aligned) of a mapped
+    // SAFETY: `CHECKS.counter` points to `UNMAPPED` or at offset 104 (8-byte aligned) of a mapped
     // device page that is never unmapped; relaxed 64-bit loads are plain loads, allowed on
     // read-only memory. The Acquire pairs with the Release store that publishes a mapping.
-    unsafe { (*COUNTER.0.load(Ordering::Acquire)).load(Ordering::Relaxed) }
+    unsafe { (*CHECKS.counter.load(Ordering::Acquire)).load(Ordering::Relaxed) }
 }
 
 /// The generation counter read under the seqlock, for a state about to (re)seed (probing the device
@@ -84,13 +79,13 @@ pub(crate) fn settled_generation() -> u64 {
 #[cold]
 fn lapse() {
     let unmapped = core::ptr::addr_of!(UNMAPPED).cast_mut();
-    COUNTER.0.store(unmapped, Ordering::Release);
+    CHECKS.counter.store(unmapped, Ordering::Release);
     PROBE.store(MANUAL_ONLY, Ordering::Release);
 }
 
 /// The mapped device page, if any.
 fn mapped_region() -> Option<Region> {
-    let p = COUNTER.0.load(Ordering::Acquire);
+    let p = CHECKS.counter.load(Ordering::Acquire);
     if core::ptr::eq(p, &UNMAPPED) {
         return None;
     }
@@ -100,7 +95,10 @@ fn mapped_region() -> Option<Region> {
 }
 
 /// Claims the probe and maps the device, or returns at once if another thread has claimed
-/// it: a child forked mid-probe must not hang (it keeps the fallback counter).
+/// it: a child forked mid-probe must not hang (it keeps the fallback counter). An answer
+/// that can change (descriptors or memory exhausted, an interrupted call: see
+/// [`crate::os::vmclock::Unusable::is_final`]) leaves the probe [`UNKNOWN`] for the next
+/// seed.
 #[cold]
 #[inline(never)]
 fn probe_once() {
@@ -109,14 +107,15 @@ fn probe_once() {
         return;
     }
     match map_device() {
-        Some(region) => {
+        Ok(region) => {
             let counter = region.counter().cast_mut();
             #[cfg(any(test, fkrng_test_hooks))]
             DEVICE_COUNTER.store(counter, Ordering::Relaxed);
-            COUNTER.0.store(counter, Ordering::Release);
+            CHECKS.counter.store(counter, Ordering::Release);
             PROBE.store(MAPPED, Ordering::Release);
         }
-        None => PROBE.store(MANUAL_ONLY, Ordering::Release),
+        Err(true) => PROBE.store(MANUAL_ONLY, Ordering::Release),
+        Err(false) => PROBE.store(UNKNOWN, Ordering::Release),
     }
 }
 
@@ -125,7 +124,7 @@ fn probe_once() {
 pub(crate) static STAND_IN: std::sync::OnceLock<(std::ffi::OsString, bool)> =
     std::sync::OnceLock::new();
 
-/// The mapped counter, which the test hooks can switch [`COUNTER`] back to.
+/// The mapped counter, which the test hooks can switch [`CHECKS`]' counter back to.
 #[cfg(any(test, fkrng_test_hooks))]
 pub(crate) static DEVICE_COUNTER: AtomicPtr<AtomicU64> = AtomicPtr::new(core::ptr::null_mut());
 
@@ -138,29 +137,26 @@ cfg_if::cfg_if! {
         mod tests;
 
         /// The device node of the first VMClock device.
-        const DEVICE: &str = "/dev/vmclock0";
+        const DEVICE: &core::ffi::CStr = c"/dev/vmclock0";
 
-        /// [`DEVICE`], or in builds with the test hooks the stand-in they name.
-        fn device_path() -> std::ffi::OsString {
+        /// The mapped device page, or whether its absence is final.
+        fn map_device() -> Result<Region, bool> {
             #[cfg(any(test, fkrng_test_hooks))]
-            if let Some((path, _)) = STAND_IN.get() {
-                return path.clone();
+            if let Some((path, must_map)) = STAND_IN.get() {
+                use std::os::unix::ffi::OsStrExt;
+                let path = std::ffi::CString::new(path.as_bytes()).map_err(|_| true)?;
+                let mapped = crate::os::vmclock::map(&path, true);
+                if let (Err(why), true) = (&mapped, must_map) {
+                    std::eprintln!("fkrng test hooks: the stand-in was refused: {why:?}");
+                    std::process::abort();
+                }
+                return mapped.map_err(|why| why.is_final());
             }
-            DEVICE.into()
-        }
-
-        fn map_device() -> Option<Region> {
-            let mapped = crate::os::vmclock::map(std::path::Path::new(&device_path()));
-            #[cfg(any(test, fkrng_test_hooks))]
-            if let (Err(why), Some((_, true))) = (&mapped, STAND_IN.get()) {
-                std::eprintln!("fkrng test hooks: the stand-in was refused: {why:?}");
-                std::process::abort();
-            }
-            mapped.ok()
+            crate::os::vmclock::map(DEVICE, false).map_err(|why| why.is_final())
         }
     } else {
-        fn map_device() -> Option<Region> {
-            None
+        fn map_device() -> Result<Region, bool> {
+            Err(true)
         }
     }
 }

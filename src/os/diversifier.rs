@@ -38,7 +38,7 @@ fn mix_cpu_words(out: &mut [u8], mut next: impl FnMut() -> Option<u64>) {
 
 /// The monotonic and real-time clocks in nanoseconds, combined (0 where there are none).
 fn clocks() -> u64 {
-    #[cfg(all(unix, not(miri)))]
+    #[cfg(all(any(unix, target_os = "wasi"), not(miri)))]
     {
         let read = |clock| {
             // SAFETY: `timespec` is plain data, valid all-zero.
@@ -51,7 +51,7 @@ fn clocks() -> u64 {
         };
         read(libc::CLOCK_MONOTONIC) ^ read(libc::CLOCK_REALTIME).rotate_left(32)
     }
-    #[cfg(not(all(unix, not(miri))))]
+    #[cfg(not(all(any(unix, target_os = "wasi"), not(miri))))]
     0
 }
 

@@ -2,6 +2,7 @@
 //! refused (`ENOSYS`, `EPERM`) `/dev/urandom`, read only once the pool is known ready, after
 //! `fstat` shows the device 1:9, through a descriptor opened for that seed alone.
 
+use super::nocancel::{Descriptor, errno};
 use crate::error::Error;
 use core::ffi::CStr;
 use core::sync::atomic::{AtomicBool, Ordering};
@@ -44,14 +45,11 @@ pub(super) fn fill_by_syscall(dest: &mut [u8]) -> Result<(), Error> {
 /// Opens `path` read-only and checks it is the character device `major:minor`; else
 /// `open`'s or `fstat`'s `errno` or [`Error::NOT_RANDOM_DEVICE`], the descriptor closed.
 fn open_device((path, major, minor): (&CStr, u32, u32)) -> Result<Descriptor, Error> {
-    let flags = libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NOCTTY;
-    // SAFETY: `path` is a NUL-terminated string; `open` has no other preconditions.
-    let open = || unsafe { libc::open(path.as_ptr(), flags) };
-    let fd = Descriptor(retried(libc::EINTR, open)?);
+    let fd = Descriptor::open(path).map_err(Error::from_errno)?;
     // SAFETY: `libc::stat` is plain data, valid when all-zero.
     let mut st: libc::stat = unsafe { core::mem::zeroed() };
-    // SAFETY: `fd.0` is an open descriptor and `st` a valid, writable `stat`.
-    if unsafe { libc::fstat(fd.0, &mut st) } != 0 {
+    // SAFETY: `fd` is an open descriptor and `st` a valid, writable `stat`.
+    if unsafe { libc::fstat(fd.raw(), &mut st) } != 0 {
         return Err(Error::from_errno(errno()));
     }
     let is_char = st.st_mode & libc::S_IFMT == libc::S_IFCHR;
@@ -70,10 +68,7 @@ fn fill_from_device(dest: &mut [u8]) -> Result<(), Error> {
         POOL_READY.store(true, Ordering::Relaxed);
     }
     let fd = open_device(URANDOM)?;
-    fill_exact(dest, |chunk| {
-        // SAFETY: `fd.0` is open, and `chunk` is valid for writes of `chunk.len()` bytes.
-        unsafe { libc::read(fd.0, chunk.as_mut_ptr().cast(), chunk.len()) }
-    })
+    fill_exact(dest, |chunk| fd.read(chunk))
 }
 
 /// Waits until `/dev/random` polls readable; if absent or refused, asks [`pool_known_ready`].
@@ -85,13 +80,7 @@ fn wait_for_pool() -> Result<(), Error> {
             _ => return Err(e),
         },
     };
-    let mut pfd = libc::pollfd {
-        fd: fd.0,
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: `pfd` is one valid, writable `pollfd`.
-    retried(libc::EAGAIN, || unsafe { libc::poll(&mut pfd, 1, -1) }).map(drop)
+    retried(libc::EAGAIN, || fd.wait_readable()).map(drop)
 }
 
 /// The entropy count (bits) from which every kernel has initialised its pool.
@@ -104,8 +93,8 @@ fn pool_known_ready() -> Result<(), Error> {
     let mut bits: libc::c_int = 0;
     // `RNDGETENTCNT`, `_IOR('R', 0x00, int)`.
     let request = libc::_IOR::<libc::c_int>(b'R'.into(), 0x00);
-    // SAFETY: `fd.0` is open; `RNDGETENTCNT` writes one `int` to the pointer given.
-    let ioctl = || unsafe { libc::ioctl(fd.0, request as _, &mut bits) };
+    // SAFETY: `fd` is open; `RNDGETENTCNT` writes one `int` to the pointer given.
+    let ioctl = || unsafe { libc::ioctl(fd.raw(), request as _, &mut bits) };
     retried(libc::EINTR, ioctl)?;
     let ready = bits >= READY_BITS;
     ready.then_some(()).ok_or(Error::from_errno(libc::EAGAIN))
@@ -138,20 +127,6 @@ pub(crate) fn fill_exact(
         }
     }
     Ok(())
-}
-
-fn errno() -> i32 {
-    let error = std::io::Error::last_os_error();
-    error.raw_os_error().unwrap_or(libc::EIO)
-}
-
-struct Descriptor(libc::c_int);
-
-impl Drop for Descriptor {
-    fn drop(&mut self) {
-        // SAFETY: opened by `open_device`, closed exactly once.
-        unsafe { libc::close(self.0) };
-    }
 }
 
 #[cfg(test)]

@@ -24,7 +24,7 @@ static STATE_LEN: AtomicUsize = AtomicUsize::new(0);
 static MAP_PROT: AtomicU32 = AtomicU32::new(0);
 static MAP_FLAGS: AtomicU32 = AtomicU32::new(0);
 static STATES: AtomicU32 = AtomicU32::new(0);
-/// The state page once mapped (never unmapped); a failed mapping is tried again next time.
+/// The state page once mapped (unmapped by [`close`] only); a failed mapping is tried again.
 static STATE_PAGE: AtomicPtr<u8> = AtomicPtr::new(null_mut());
 /// The epoch each state was last zeroed in: a state leased in a later epoch (after a fork
 /// or `reseed_all`) is zeroed first, so the vDSO takes a new key for it from the kernel.
@@ -218,6 +218,16 @@ fn leased<R>(f: impl FnOnce(*mut c_void, usize) -> R) -> Option<R> {
     result
 }
 
+/// At the process's first read: looks the function up and maps the state page, so that no
+/// later thread's read makes a mapping (a sandbox installed after one read, which may list
+/// the `mmap` flags it allows, never meets `MAP_DROPPABLE`). A failed mapping is tried
+/// again at a later first read.
+pub(super) fn prepare() {
+    if function().is_some() {
+        let _ = state_page();
+    }
+}
+
 /// The state page, mapped at the first call (the losers of a race unmap theirs).
 fn state_page() -> Option<*mut u8> {
     let page = STATE_PAGE.load(Ordering::Acquire);
@@ -240,6 +250,17 @@ fn state_page() -> Option<*mut u8> {
             unsafe { libc::munmap(new.cast(), PAGE) };
             Some(theirs)
         }
+    }
+}
+
+/// Unmaps the state page unless a state is leased, sealing the claims first (later seeds take
+/// the system call). At unload or exit, while other threads may still seed.
+pub(crate) fn close() {
+    let page =
+        claims::seal(&CLAIMS, MAX_STATES).then(|| STATE_PAGE.swap(null_mut(), Ordering::AcqRel));
+    if let Some(page) = page.filter(|p| !p.is_null()) {
+        // SAFETY: the page `state_page` published; sealed, no state of it is in use or can be.
+        unsafe { libc::munmap(page.cast(), PAGE) };
     }
 }
 

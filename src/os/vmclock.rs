@@ -30,8 +30,9 @@ pub(crate) const ABI_LEN_WITH_COUNTER: u32 = 112;
 const SEQLOCK_TRIES: u32 = 1024;
 
 /// Why a file could not serve as the generation counter: `open` or `mmap` failed with the
-/// `errno`; neither a character device nor a regular file of a page; a bad `magic`,
-/// `version` or `size` (short of the counter); the seqlock did not settle; no counter flag.
+/// `errno`; not a character device (nor, for the test hooks' stand-in, a regular file of a
+/// page); a bad `magic`, `version` or `size` (short of the counter); the seqlock did not
+/// settle; no counter flag.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Unusable {
     Open(i32),
@@ -44,28 +45,65 @@ pub(crate) enum Unusable {
     NoCounter,
 }
 
-/// Maps the first page of `path` read-only and shared and validates it; the descriptor is
-/// closed, the mapping kept only when returned.
 #[cfg(all(
     target_os = "linux",
     target_endian = "little",
     target_pointer_width = "64",
     not(miri)
 ))]
-pub(crate) fn map(path: &std::path::Path) -> Result<Region, Unusable> {
-    use std::os::fd::AsRawFd;
-    let errno = |e: std::io::Error| e.raw_os_error().unwrap_or(0);
+impl Unusable {
+    /// Whether the answer holds for the life of the process: no such device (`ENOENT`,
+    /// `ENODEV`, `ENXIO`, `ENOTDIR`, not a character device), no permission (`EACCES`,
+    /// `EPERM`: the device's mode or a sandbox, which a process does not see change, and
+    /// whose refusals an LSM may log), or a device whose page has no valid counter (a
+    /// seqlock that stays odd for [`SEQLOCK_TRIES`] tries included). Anything else
+    /// (`EMFILE`, `ENFILE`, `ENOMEM`, `EINTR`, `EAGAIN`) can change, so the probe is made
+    /// again at the next seed.
+    pub(crate) fn is_final(&self) -> bool {
+        use libc::{EACCES, ENODEV, ENOENT, ENOTDIR, ENXIO, EPERM};
+        match self {
+            Self::Open(e) => matches!(*e, ENOENT | ENODEV | ENXIO | ENOTDIR | EACCES | EPERM),
+            Self::Map(e) => *e == libc::ENODEV,
+            Self::NotAPage | Self::BadMagic | Self::BadVersion | Self::TooSmall => true,
+            Self::NoCounter | Self::Unsettled => true,
+        }
+    }
+}
+
+/// Whether a file of mode `mode` and `size` bytes may be mapped: a character device, or a
+/// regular file of at least a page only when `stand_in` (the test hooks' stand-in; a
+/// production build passes `false`, so a file that could shrink under the mapping and
+/// raise `SIGBUS` is never mapped).
+#[cfg(all(
+    target_os = "linux",
+    target_endian = "little",
+    target_pointer_width = "64",
+    not(miri)
+))]
+pub(crate) fn mappable(mode: libc::mode_t, size: i64, page: usize, stand_in: bool) -> bool {
+    let kind = mode & libc::S_IFMT;
+    let big_enough = usize::try_from(size).is_ok_and(|size| size >= page);
+    kind == libc::S_IFCHR || (stand_in && kind == libc::S_IFREG && big_enough)
+}
+
+/// Maps the first page of `path` read-only and shared and validates it; the descriptor is
+/// closed, the mapping kept only when returned. `stand_in`: see [`mappable`].
+#[cfg(all(
+    target_os = "linux",
+    target_endian = "little",
+    target_pointer_width = "64",
+    not(miri)
+))]
+pub(crate) fn map(path: &core::ffi::CStr, stand_in: bool) -> Result<Region, Unusable> {
     let page = super::pages::linux::page_size();
     // Closed on return; a mapping stays valid without it.
-    let file = std::fs::File::open(path).map_err(|e| Unusable::Open(errno(e)))?;
-    let fd = file.as_raw_fd();
+    let file = super::nocancel::Descriptor::open(path).map_err(Unusable::Open)?;
+    let fd = file.raw();
     // SAFETY: an all-zero `stat` is a valid value to be overwritten.
     let mut st: libc::stat = unsafe { core::mem::zeroed() };
     // SAFETY: `fd` is open; `st` is writable.
     let stat_ok = unsafe { libc::fstat(fd, &mut st) } == 0;
-    let kind = st.st_mode & libc::S_IFMT;
-    let big_enough = usize::try_from(st.st_size).unwrap_or(0) >= page;
-    if !(stat_ok && (kind == libc::S_IFCHR || (kind == libc::S_IFREG && big_enough))) {
+    if !(stat_ok && mappable(st.st_mode, st.st_size, page, stand_in)) {
         return Err(Unusable::NotAPage);
     }
     let (prot, flags) = (libc::PROT_READ, libc::MAP_SHARED);
@@ -73,7 +111,7 @@ pub(crate) fn map(path: &std::path::Path) -> Result<Region, Unusable> {
     // no address hint; the result is checked against MAP_FAILED.
     let addr = unsafe { libc::mmap(core::ptr::null_mut(), page, prot, flags, fd, 0) };
     if addr == libc::MAP_FAILED {
-        return Err(Unusable::Map(errno(std::io::Error::last_os_error())));
+        return Err(Unusable::Map(super::nocancel::errno()));
     }
     let region = Region(addr.cast::<u8>().cast_const());
     let valid = region.validate();

@@ -26,18 +26,18 @@ pub(crate) fn set_up_without_wipe_on_fork() {
 ))]
 pub(crate) fn unreseeded_continuation() -> Option<(Vec<u8>, [u8; KEY_LEN], u64)> {
     let p = slot();
-    if p.is_null() || p == crate::thread::UNAVAILABLE {
+    if !crate::thread::is_slot(p) {
         return None;
     }
-    // SAFETY: a non-null slot other than UNAVAILABLE is this thread's live slot, which stays
-    // mapped until the thread's owner resets the slot first (as in `thread::try_fill`).
-    unsafe {
+    // SAFETY: a slot (`is_slot`) is this thread's live slot, which stays mapped until the
+    // thread's owner resets the slot first (as in `thread::try_fill`).
+    Some(unsafe {
         crate::thread::enter(p, |st| {
             let buffer = st.fke.buffer();
             let rest = buffer[buffer.len() - st.fke.available()..].to_vec();
             (rest, *st.fke.key(), st.life.generation)
         })
-    }
+    })
 }
 
 pub(crate) use crate::probe::hooks::{Release, releases};

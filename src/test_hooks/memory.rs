@@ -56,7 +56,7 @@ pub fn state_range() -> Option<(usize, usize)> {
 /// slot's address; `None` before the thread's first read and after its exit.
 pub fn abandon_read() -> Option<usize> {
     let p = crate::thread::slot();
-    if p.is_null() || p == crate::thread::UNAVAILABLE {
+    if !crate::thread::is_slot(p) {
         return None;
     }
     crate::thread::hooks::abandon_read_in_progress();

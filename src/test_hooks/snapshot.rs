@@ -7,13 +7,13 @@
 //! ways; and, in the unit tests, a stand-in page that the whole process follows
 //! (`follow`, a unit-test helper), in a test that runs alone in a process of its own.
 
-use crate::lifecycle::snapshot::{COUNTER, DEVICE_COUNTER, STAND_IN, UNMAPPED};
+use crate::lifecycle::snapshot::{CHECKS, DEVICE_COUNTER, STAND_IN, UNMAPPED};
 use core::sync::atomic::Ordering;
 
 /// Lets this process (and its forked children) take the stand-in named by
 /// `FKRNG_TEST_VMCLOCK_PATH` in place of the device, and stop when it is refused and
 /// `FKRNG_TEST_VMCLOCK_MUST_MAP` is set. Call it before the process's first read: the
-/// device is probed once, at the first seeding.
+/// device is probed at the first seeding (again later only after a failure that can pass).
 pub fn stand_in_from_env() {
     if let Some(path) = std::env::var_os("FKRNG_TEST_VMCLOCK_PATH") {
         let must_map = std::env::var_os("FKRNG_TEST_VMCLOCK_MUST_MAP").is_some();
@@ -31,7 +31,7 @@ pub fn follow_device(on: bool) -> bool {
     } else {
         core::ptr::addr_of!(UNMAPPED).cast_mut()
     };
-    COUNTER.0.store(target, Ordering::Release);
+    CHECKS.counter.store(target, Ordering::Release);
     !core::ptr::eq(target, &UNMAPPED)
 }
 
@@ -47,7 +47,7 @@ pub fn follow_device(on: bool) -> bool {
 ))]
 pub(crate) fn follow(region: crate::lifecycle::snapshot::Region) {
     crate::lifecycle::snapshot::settled_generation();
-    COUNTER
-        .0
+    CHECKS
+        .counter
         .store(region.counter().cast_mut(), Ordering::Release);
 }

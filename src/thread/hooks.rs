@@ -1,8 +1,5 @@
 //! The thread-local generator's hooks for the unit tests and the test hooks.
 
-use super::STATE;
-use core::sync::atomic::Ordering;
-
 /// States that tests set up without wipe-on-fork, in chunks of their own.
 #[cfg(test)]
 pub(crate) static STATES_WITHOUT_WIPE_ON_FORK: crate::pool::StatePool<super::ThreadState> =
@@ -10,5 +7,5 @@ pub(crate) static STATES_WITHOUT_WIPE_ON_FORK: crate::pool::StatePool<super::Thr
 
 /// Leaves a read marked under way, as a `siglongjmp` out of a handler does.
 pub(crate) fn abandon_read_in_progress() {
-    STATE.with(|t| t.busy.store(true, Ordering::Relaxed));
+    super::set_slot(super::BUSY);
 }

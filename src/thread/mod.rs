@@ -8,6 +8,8 @@ pub(crate) mod hooks;
 mod state;
 #[cfg(test)]
 mod tests;
+#[cfg(all(any(target_os = "linux", target_os = "android"), not(miri)))]
+mod unload;
 
 use crate::error::Error;
 use crate::lifecycle::one_off::one_off_fill;
@@ -16,11 +18,21 @@ use crate::os::pages::Advice;
 use crate::pool::{Lease, StatePool};
 use core::cell::Cell;
 use core::ptr;
-use core::sync::atomic::{AtomicBool, Ordering, compiler_fence};
+use core::sync::atomic::{Ordering, compiler_fence};
 pub(crate) use state::ThreadState;
 
 /// Marks a slot whose state was released at thread exit (or is being set up).
-pub(crate) const UNAVAILABLE: *mut ThreadState = ptr::dangling_mut();
+pub(crate) const UNAVAILABLE: *mut ThreadState = ptr::without_provenance_mut(1);
+
+/// Stands in the thread-local for the slot while a read of it runs ([`enter`]).
+pub(crate) const BUSY: *mut ThreadState = ptr::without_provenance_mut(2);
+
+/// Whether `p`, read from [`STATE`], is a slot to read: not null, [`UNAVAILABLE`] or [`BUSY`]
+/// (one comparison: a slot lies in a mapped page, above the first).
+#[inline(always)]
+pub(crate) fn is_slot(p: *mut ThreadState) -> bool {
+    p.addr() > BUSY.addr()
+}
 
 /// Every thread's state, in wipe-on-fork chunks mapped as threads need them.
 pub(crate) static STATES: StatePool<ThreadState> = StatePool::new(Advice::WipeOnFork);
@@ -37,6 +49,10 @@ impl Owner {
         set_slot(UNAVAILABLE);
         // Now a handler finds the slot released, not half-wiped (no destructor runs mid-read).
         compiler_fence(Ordering::SeqCst);
+        // The thread-exit key has nothing left to do: the C library then calls no code of this
+        // copy after the thread-local destructors, when a `dlclose` may have unmapped it.
+        #[cfg(all(unix, not(miri)))]
+        crate::os::thread_exit::disarm();
         #[cfg(test)]
         tests::record_release(&lease);
         drop(lease);
@@ -58,11 +74,23 @@ unsafe extern "C" fn release_at_exit(_: *mut core::ffi::c_void) {
 
 /// The fork child handler: a new epoch, then the claims of the parent's other threads
 /// cleared. While the forking thread sets up or releases its state, its slot is unknown and
-/// every claim stays (those slots go unused in the child). Async-signal-safe.
+/// every claim stays (those slots go unused in the child); during a read (a handler's fork)
+/// its slot is the one its owner holds. Async-signal-safe.
 extern "C" fn atfork_child() {
     fork::in_child();
-    let p = STATE.try_with(|t| t.slot.get()).unwrap_or(UNAVAILABLE);
-    if p == UNAVAILABLE {
+    let mut p = STATE.try_with(|t| t.slot.get()).unwrap_or(UNAVAILABLE);
+    if p == BUSY {
+        // Set up before (BUSY follows a set-up), so the owner is live: no destructor to register.
+        p = OWNER
+            .try_with(|owner| {
+                let lease = owner.0.take();
+                let held = lease.as_ref().map_or(UNAVAILABLE, Lease::as_ptr);
+                owner.0.set(lease);
+                held
+            })
+            .unwrap_or(UNAVAILABLE);
+    }
+    if !p.is_null() && !is_slot(p) {
         return;
     }
     let keep = (!p.is_null()).then_some(p.cast_const());
@@ -79,20 +107,17 @@ pub(crate) fn register_atfork() -> Result<(), Error> {
     fork::register_atfork(atfork_child)
 }
 
-/// What a thread keeps in its thread-local memory: the pointer to its slot and the
-/// re-entrancy flag, one thread-local so that the fast path reaches both from one address.
+/// What a thread keeps in its thread-local memory: one word, the pointer to its slot, which
+/// also says whether a read is under way, so that the fast path makes one thread-local load.
 pub(crate) struct ThreadSlot {
-    /// This thread's slot: null before the first read, [`UNAVAILABLE`] after thread exit.
+    /// This thread's slot: null before the first read, [`BUSY`] while a read runs
+    /// ([`enter`]; not in the wipe-on-fork slot, so a child forked by a handler mid-read keeps
+    /// it: docs/DESIGN.md, "The flag protocol"), [`UNAVAILABLE`] after thread exit.
     slot: Cell<*mut ThreadState>,
-    /// Set while a read runs on this thread ([`enter`]); not in the wipe-on-fork slot, so a
-    /// child forked by a handler mid-read keeps it (docs/DESIGN.md, "The flag protocol").
-    busy: AtomicBool,
 }
 
 std::thread_local! {
-    pub(crate) static STATE: ThreadSlot = const {
-        ThreadSlot { slot: Cell::new(ptr::null_mut()), busy: AtomicBool::new(false) }
-    };
+    pub(crate) static STATE: ThreadSlot = const { ThreadSlot { slot: Cell::new(ptr::null_mut()) } };
     pub(crate) static OWNER: Owner = const { Owner(Cell::new(None)) };
 }
 
@@ -111,15 +136,12 @@ fn set_slot(p: *mut ThreadState) {
 #[inline(always)]
 pub(crate) fn try_fill(dest: &mut [u8]) -> Result<(), Error> {
     let p = slot();
-    if p.is_null() || p == UNAVAILABLE {
+    if !is_slot(p) {
         return fill_without_state(p, dest);
     }
-    // SAFETY: a non-null slot other than UNAVAILABLE points to this thread's slot, which
-    // stays mapped until `OWNER`'s destructor resets the thread-local first.
-    match unsafe { enter(p, |st| st.fill(dest)) } {
-        Some(result) => result,
-        None => one_off_fill(dest, crate::probe::Event::OneOffInterrupted),
-    }
+    // SAFETY: a slot (`is_slot`) points to this thread's slot, which stays mapped until
+    // `OWNER`'s destructor resets the thread-local first.
+    unsafe { enter(p, |st| st.fill(dest)) }
 }
 
 /// The fast path of `u32`, `u64` and `array` (bytes in registers): the next `N` bytes of the
@@ -128,38 +150,30 @@ pub(crate) fn try_fill(dest: &mut [u8]) -> Result<(), Error> {
 #[inline(always)]
 pub(crate) fn take<const N: usize>() -> Option<[u8; N]> {
     let p = slot();
-    if p.is_null() || p == UNAVAILABLE {
+    if !is_slot(p) {
         return None;
     }
     // SAFETY: as in `try_fill`.
-    unsafe { enter(p, |st| st.take::<N>()) }.flatten()
+    unsafe { enter(p, |st| st.take::<N>()) }
 }
 
-/// Runs `f` on the generator in `slot`, or returns `None` without touching it when a read is
-/// under way on this thread (a signal handler interrupted it). Only this thread and its handlers
-/// use the flag, and a handler runs to completion (one between check and set finishes its read
-/// first), so program order suffices: the fences keep the state's accesses between the stores.
+/// Runs `f` on the generator in `slot` with [`BUSY`] in the thread-local meanwhile, so that a
+/// signal handler interrupting it reads elsewhere, then puts `slot` back. Only this thread
+/// and its handlers use the thread-local, and a handler runs to completion (one between the
+/// caller's load and the store here finishes its read first and puts the slot back), so
+/// program order suffices: the fences keep the state's accesses between the stores.
 ///
 /// # Safety
-/// `slot` points to this thread's live slot.
+/// `slot` points to this thread's live slot and was just read from [`STATE`] (`is_slot`).
 #[inline(always)]
-pub(crate) unsafe fn enter<R>(
-    slot: *mut ThreadState,
-    f: impl FnOnce(&mut ThreadState) -> R,
-) -> Option<R> {
-    let busy = STATE.with(|t| &raw const t.busy);
-    // SAFETY: a thread-local without a destructor lives as long as its thread, which runs this.
-    let busy = unsafe { &*busy };
-    if busy.load(Ordering::Relaxed) {
-        return None;
-    }
-    busy.store(true, Ordering::Relaxed);
+pub(crate) unsafe fn enter<R>(slot: *mut ThreadState, f: impl FnOnce(&mut ThreadState) -> R) -> R {
+    set_slot(BUSY);
     compiler_fence(Ordering::SeqCst);
-    // SAFETY: `slot` is live (caller's contract); no other reference to it while the flag is set.
+    // SAFETY: `slot` is live (caller's contract); no other reference to it while BUSY is set.
     let result = f(unsafe { &mut *slot });
     compiler_fence(Ordering::SeqCst);
-    busy.store(false, Ordering::Relaxed);
-    Some(result)
+    set_slot(slot);
+    result
 }
 
 /// Reseeds the calling thread's generator now.
@@ -168,11 +182,11 @@ pub(crate) fn reseed() -> Result<(), Error> {
     if p.is_null() {
         p = set_up(register_atfork, &STATES)?.unwrap_or(UNAVAILABLE);
     }
-    if p == UNAVAILABLE {
+    if !is_slot(p) {
         return Ok(());
     }
     // SAFETY: as in `try_fill`.
-    unsafe { enter(p, |st| st.reseed(&mut Os, &Monotonic)) }.unwrap_or(Ok(()))
+    unsafe { enter(p, |st| st.reseed(&mut Os, &Monotonic)) }
 }
 
 #[cold]
@@ -180,6 +194,9 @@ pub(crate) fn reseed() -> Result<(), Error> {
 fn fill_without_state(p: *mut ThreadState, dest: &mut [u8]) -> Result<(), Error> {
     if dest.is_empty() {
         return Ok(());
+    }
+    if p == BUSY {
+        return one_off_fill(dest, crate::probe::Event::OneOffInterrupted);
     }
     if p.is_null() && set_up(register_atfork, &STATES)?.is_some() {
         return try_fill(dest);

@@ -170,6 +170,7 @@ fn generation_change_reseeds_before_output_and_failure_is_fatal() {
 }
 
 #[test]
+#[cfg_attr(target_os = "wasi", ignore = "wasm32-wasip1 has no threads")]
 fn thread_exit_wipes_state_before_release() {
     // A thread reads 123 bytes (seeding its state and leaving 992 - 123 unserved bytes)
     // and reports where its state lives; its exit must zero every byte of those pages.
@@ -582,6 +583,7 @@ fn prepare_and_child_handlers_in_this_process() {
 /// When the fork handlers cannot be registered, a thread sets up no state and its read
 /// fails; the next read tries again.
 #[test]
+#[cfg_attr(target_os = "wasi", ignore = "wasm32-wasip1 has no threads")]
 fn no_state_is_set_up_without_fork_handlers() {
     std::thread::spawn(|| {
         let failed = set_up(|| Err(Error::fork_handler(libc::ENOMEM)), &STATES);
@@ -595,7 +597,7 @@ fn no_state_is_set_up_without_fork_handlers() {
         }));
         let mut out = [0u8; 16];
         try_fill(&mut out).unwrap();
-        assert!(!slot().is_null() && slot() != UNAVAILABLE);
+        assert!(is_slot(slot()));
     })
     .join()
     .unwrap();
@@ -604,20 +606,20 @@ fn no_state_is_set_up_without_fork_handlers() {
 /// `crate::reseed` on a live thread: the bytes that would have come next (the rest of
 /// the buffer, then a refill under the old key) are not what comes next.
 #[test]
+#[cfg_attr(target_os = "wasi", ignore = "wasm32-wasip1 has no threads")]
 fn public_reseed_changes_the_stream() {
     std::thread::spawn(|| {
         crate::fill(&mut [0u8; 16]);
         let p = slot();
         // SAFETY: this thread's live slot (it made a read above).
         let (rest_of_buffer, key) =
-            unsafe { enter(p, |st| (st.fke.buffer()[16..].to_vec(), *st.fke.key())) }
-                .expect("no read under way");
+            unsafe { enter(p, |st| (st.fke.buffer()[16..].to_vec(), *st.fke.key())) };
         let mut after_buffer = [0u8; 32];
         <crate::FkeRng as rand_core::SeedableRng>::from_seed(key).fill(&mut after_buffer);
         crate::reseed().unwrap();
         // SAFETY: as above.
         let available = unsafe { enter(p, |st| st.fke.available()) };
-        assert_eq!(available, Some(0), "buffer discarded");
+        assert_eq!(available, 0, "buffer discarded");
         let mut out = [0u8; 32];
         crate::fill(&mut out);
         assert_ne!(out[..], rest_of_buffer[..32]);
@@ -628,15 +630,16 @@ fn public_reseed_changes_the_stream() {
 }
 
 #[test]
-fn thread_slot_is_a_pointer_and_a_flag() {
+fn thread_slot_is_one_pointer() {
     assert_eq!(
         size_of::<super::ThreadSlot>(),
-        2 * size_of::<usize>(),
-        "the thread-local slot holds a pointer and the busy flag"
+        size_of::<usize>(),
+        "the thread-local slot holds the pointer alone (busy is a value of it)"
     );
 }
 
 #[test]
+#[cfg_attr(target_os = "wasi", ignore = "wasm32-wasip1 has no threads")]
 fn a_thread_state_takes_a_third_of_a_page_and_two_thread_locals() {
     std::thread::spawn(|| {
         assert_eq!(state_memory(), None, "no storage before the first read");
@@ -652,15 +655,16 @@ fn a_thread_state_takes_a_third_of_a_page_and_two_thread_locals() {
             unit / (unit / 1152),
             "a page's share per state: {m:?}"
         );
-        // The slot pointer and the busy flag (padded to a word), and the owner's lease (the
-        // slot's address, its pool, and its chunk and index as two 32-bit numbers).
-        assert_eq!(m.thread_locals, 5 * size_of::<usize>(), "{m:?}");
+        // The slot pointer, and the owner's lease (the slot's address, its pool, and its
+        // chunk and index as two 32-bit numbers).
+        assert_eq!(m.thread_locals, 3 * size_of::<usize>() + 8, "{m:?}");
     })
     .join()
     .unwrap();
 }
 
 #[test]
+#[cfg_attr(target_os = "wasi", ignore = "wasm32-wasip1 has no threads")]
 fn empty_read_needs_no_seed_and_sets_up_nothing() {
     let _epoch = steady_epoch();
     // An unseeded state and an OS source that fails: nothing to produce, so no error
@@ -686,13 +690,13 @@ fn empty_read_needs_no_seed_and_sets_up_nothing() {
 /// unserved bytes.
 fn generator_now() -> ([u8; KEY_LEN], Vec<u8>, usize) {
     let p = slot();
+    assert!(is_slot(p), "no read under way");
     // SAFETY: this thread's live slot (the caller made a read first).
     unsafe {
         enter(p, |st| {
             (*st.fke.key(), st.fke.buffer().to_vec(), st.fke.available())
         })
     }
-    .expect("no read under way")
 }
 
 /// One fixed-size read through [`crate::try_array`], checked against the generator: from
@@ -727,6 +731,7 @@ fn check_fixed_size_read<const N: usize>() {
 /// next bytes of the stream, and a word served does not stay in the buffer (over 500
 /// reads, so every size meets the end of a buffer more than once).
 #[test]
+#[cfg_attr(target_os = "wasi", ignore = "wasm32-wasip1 has no threads")]
 fn fixed_size_reads_serve_the_next_bytes_and_zero_them() {
     let _epoch = steady_epoch();
     std::thread::spawn(|| {
@@ -756,42 +761,27 @@ const HOLDERS: usize = 6;
 #[cfg(all(target_os = "linux", fkrng_test_hooks))]
 #[test]
 fn a_forked_childs_new_threads_take_the_slots_of_threads_it_lacks() {
-    use std::sync::Barrier;
     // qemu-user, which ignores wipe-on-fork, itself crashes when a child forked from a
     // multi-threaded process starts a thread: there the forked child starts none.
     let spawn_in_child = madvise_honoured("threads started in a forked child");
-    let (read, release) = (Barrier::new(HOLDERS + 1), Barrier::new(HOLDERS + 1));
-    // The holders are released before any assertion, so that a failure ends the test.
-    let (forked, cloned) = std::thread::scope(|s| {
-        for _ in 0..HOLDERS {
-            s.spawn(|| {
-                crate::fill(&mut [0u8; 16]);
-                read.wait();
-                release.wait();
-            });
-        }
-        read.wait();
+    let (forked, cloned) = with_holders(|| {
         crate::fill(&mut [0u8; 16]);
-        let children = std::panic::catch_unwind(|| {
-            let forked = in_child(
-                false,
-                if spawn_in_child {
-                    census_and_spawn
-                } else {
-                    census
-                },
-            );
-            let cloned = in_child(true, || {
-                let (_, claimed) = STATES.census();
-                let mut out = [0u8; 32];
-                out[0] = claimed.min(255) as u8;
-                crate::try_fill(&mut out[1..]).ok()?;
-                Some(out)
-            });
-            (forked, cloned)
+        let forked = in_child(
+            false,
+            if spawn_in_child {
+                census_and_spawn
+            } else {
+                census
+            },
+        );
+        let cloned = in_child(true, || {
+            let (_, claimed) = STATES.census();
+            let mut out = [0u8; 32];
+            out[0] = claimed.min(255) as u8;
+            crate::try_fill(&mut out[1..]).ok()?;
+            Some(out)
         });
-        release.wait();
-        children.unwrap_or_else(|e| std::panic::resume_unwind(e))
+        (forked, cloned)
     });
     assert_eq!(forked[0], 1, "claims in the forked child");
     if spawn_in_child {
@@ -806,6 +796,45 @@ fn a_forked_childs_new_threads_take_the_slots_of_threads_it_lacks() {
         "claims in the cloned child: {}",
         cloned[0]
     );
+}
+
+/// A child forked while the forking thread's read is under way (by a signal handler: the
+/// thread-local holds `BUSY`, not the slot) keeps that thread's claim alone, found through
+/// its lease; the claims of the parent's six other holders are cleared.
+#[cfg(all(target_os = "linux", fkrng_test_hooks))]
+#[test]
+fn a_child_forked_mid_read_keeps_only_the_readers_claim() {
+    let forked = with_holders(|| {
+        crate::fill(&mut [0u8; 16]);
+        let p = slot();
+        assert!(is_slot(p));
+        hooks::abandon_read_in_progress();
+        let forked = std::panic::catch_unwind(|| in_child(false, census));
+        set_slot(p);
+        forked.unwrap_or_else(|e| std::panic::resume_unwind(e))
+    });
+    assert_eq!(forked[0], 1, "claims in the child forked mid-read");
+}
+
+/// Runs `f` while [`HOLDERS`] other threads hold states (each has read), then lets them
+/// exit; they are released before `f`'s panic goes on, so that a failure ends the test.
+#[cfg(all(target_os = "linux", fkrng_test_hooks))]
+fn with_holders<R>(f: impl FnOnce() -> R) -> R {
+    use std::sync::Barrier;
+    let (read, release) = (Barrier::new(HOLDERS + 1), Barrier::new(HOLDERS + 1));
+    std::thread::scope(|s| {
+        for _ in 0..HOLDERS {
+            s.spawn(|| {
+                crate::fill(&mut [0u8; 16]);
+                read.wait();
+                release.wait();
+            });
+        }
+        read.wait();
+        let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+        release.wait();
+        out.unwrap_or_else(|e| std::panic::resume_unwind(e))
+    })
 }
 
 /// In a forked child: the pool's claims, in `out[0]`.
@@ -865,7 +894,9 @@ extern "C" fn fork_in_handler(_: libc::c_int) {
     } else {
         // SAFETY: a raw `clone` with only `SIGCHLD` and no new stack: the child runs on a
         // copy of this stack, as after `fork`, and does what a `fork` child does above.
-        unsafe { libc::syscall(libc::SYS_clone, libc::SIGCHLD, 0, 0, 0, 0) }
+        i64::from(
+            unsafe { libc::syscall(libc::SYS_clone, libc::SIGCHLD, 0, 0, 0, 0) } as libc::pid_t,
+        )
     };
     FORKED.store(pid, SeqCst);
     if pid == 0 && READ_IN_CHILD.load(SeqCst) {

@@ -9,6 +9,7 @@
 //! - [`kat`]: the known-answer vectors of `tests/data/fke-kat.txt`, parsed.
 //! - [`sampling`]: checks of sampled values shared by the consumer tests.
 //! - [`child`]: run a closure in a `fork()`ed or raw-`clone`d child, get its bytes back.
+//! - [`seccomp`]: install a seccomp filter program.
 //! - [`signals`]: signal handlers and periodic timer signals.
 //! - [`stack`]: painted thread and signal stacks that measure how deep code reached.
 //! - [`alloc`]: a global allocator that counts allocations.
@@ -26,6 +27,8 @@ pub mod sampling;
 pub mod child;
 #[cfg(target_os = "linux")]
 pub mod maps;
+#[cfg(target_os = "linux")]
+pub mod seccomp;
 #[cfg(target_os = "linux")]
 pub mod signals;
 #[cfg(target_os = "linux")]

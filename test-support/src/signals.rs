@@ -110,7 +110,8 @@ fn set_alarm(interval_us: u32) {
     // (`suseconds_t` itself is a deprecated name on musl.)
     let tv = libc::timeval {
         tv_sec: 0,
-        tv_usec: interval_us.into(),
+        // (32 bits on i686, 64 on x86-64; the intervals are below a second.)
+        tv_usec: interval_us as _,
     };
     let timer = libc::itimerval {
         it_interval: tv,

@@ -6,7 +6,9 @@
 //! next 32 bytes differ from the parent's. `signal`: fills from a signal handler that
 //! interrupts fills (with fkrng's test hooks, `--cfg fkrng_test_hooks`: some took fkrng's
 //! one-off path). `teardown`: fills from a thread-local destructor after fkrng's state is
-//! released (with the hooks: through the one-off path). Exits non-zero when a check fails.
+//! released (with the hooks: through the one-off path). `serves yes|no`: what
+//! `fkrng::getrandom_backend_serves()` must answer in this build. Exits non-zero when a
+//! check fails.
 
 // The backend is in fkrng; naming the crate links it.
 #[cfg(feature = "fkrng")]
@@ -226,6 +228,22 @@ fn teardown_fills() {
     );
 }
 
+/// `serves yes|no`: `fkrng::getrandom_backend_serves()` gives the answer expected of this
+/// build (`yes` with the cfg, `no` without it).
+fn serves(expected: bool) {
+    #[cfg(feature = "fkrng")]
+    let serves = fkrng::getrandom_backend_serves();
+    #[cfg(not(feature = "fkrng"))]
+    let serves = false;
+    println!(
+        "getrandom-check: backend={} getrandom_backend_serves={serves}",
+        backend()
+    );
+    if serves != expected {
+        fail("getrandom_backend_serves() gave the wrong answer");
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let n = |i: usize| -> u64 {
@@ -244,9 +262,11 @@ fn main() {
         Some("fork") => fork_child_differs(),
         Some("signal") => signal_fills(),
         Some("teardown") => teardown_fills(),
+        Some("serves") => serves(args.get(1).map(String::as_str) == Some("yes")),
         _ => {
             eprintln!(
-                "usage: fkrng-getrandom-check fill|fill03|uuid [N] | fork | signal | teardown"
+                "usage: fkrng-getrandom-check fill|fill03|uuid [N] | fork | signal | teardown \
+                 | serves yes|no"
             );
             std::process::exit(2)
         }

@@ -5,9 +5,54 @@ use crate::test_hooks::lifecycle::unreseeded_continuation;
 use crate::test_hooks::process::{forking, in_child, in_new_process};
 use core::sync::atomic::{AtomicU32, fence};
 use fkrng_test_support::child::{self, How, Status};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Barrier, Mutex};
+
+/// [`crate::os::vmclock::map`] of a stand-in file (regular files accepted).
+fn map(path: &Path) -> Result<Region, Unusable> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
+    crate::os::vmclock::map(&path, true)
+}
+
+/// A production build maps only a character device: a regular file of a page at the
+/// device's path (which could shrink under the mapping and raise `SIGBUS`) is refused.
+#[test]
+fn only_a_character_device_is_mapped_outside_the_test_hooks() {
+    let s = StandIn::new(5);
+    assert!(
+        map(s.path()).is_ok(),
+        "the stand-in maps for the test hooks"
+    );
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(s.path().as_os_str().as_bytes()).unwrap();
+    assert_eq!(
+        crate::os::vmclock::map(&path, false).err(),
+        Some(Unusable::NotAPage)
+    );
+    let page = page_size();
+    assert!(!mappable(libc::S_IFREG | 0o600, page as i64, page, false));
+    assert!(mappable(libc::S_IFREG | 0o600, page as i64, page, true));
+    assert!(!mappable(libc::S_IFREG | 0o600, 112, page, true));
+    assert!(mappable(libc::S_IFCHR | 0o600, 0, page, false));
+    assert!(!mappable(libc::S_IFDIR | 0o755, page as i64, page, true));
+    // What is final, and what the next seed asks again.
+    for e in [libc::ENOENT, libc::ENODEV, libc::ENXIO, libc::EACCES] {
+        assert!(Unusable::Open(e).is_final(), "errno {e}");
+    }
+    for e in [
+        libc::EMFILE,
+        libc::ENFILE,
+        libc::ENOMEM,
+        libc::EINTR,
+        libc::EAGAIN,
+    ] {
+        assert!(!Unusable::Open(e).is_final(), "errno {e}");
+    }
+    assert!(!Unusable::Map(libc::ENOMEM).is_final());
+    assert!(Unusable::NotAPage.is_final());
+}
 
 /// One test at a time: they count snapshot reseeds, a process-wide counter.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -457,7 +502,7 @@ fn clones_of_a_snapshot_diverge_at_the_first_read_after_the_change() {
 #[test]
 fn protection_reported_for_this_host() {
     crate::fill(&mut [0u8; 1]);
-    let expected = if map(std::path::Path::new(DEVICE)).is_ok() {
+    let expected = if crate::os::vmclock::map(DEVICE, false).is_ok() {
         SnapshotProtection::VmGenerationCounter
     } else {
         SnapshotProtection::ManualOnly

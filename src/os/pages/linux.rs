@@ -69,11 +69,12 @@ pub(crate) fn unit() -> usize {
 }
 
 /// The `VmFlags` of the `/proc/self/smaps` entry holding `addr`, streamed up to it through
-/// a 4 KiB buffer; `None` if unreadable or the entry has none.
+/// a 4 KiB buffer by calls that are not cancellation points; `None` if unreadable or the
+/// entry has none.
 pub(crate) fn smaps_flags(addr: usize) -> Option<String> {
     use std::io::BufRead;
-    let file = std::fs::File::open("/proc/self/smaps").ok()?;
-    let mut smaps = std::io::BufReader::with_capacity(4096, file);
+    let file = crate::os::nocancel::Descriptor::open(c"/proc/self/smaps").ok()?;
+    let mut smaps = std::io::BufReader::with_capacity(4096, &file);
     // An entry begins with `start-end perms ...`; its field lines have no address range.
     let contains = |line: &str| {
         let (start, end) = line.split_whitespace().next()?.split_once('-')?;
