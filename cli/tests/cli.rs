@@ -1323,14 +1323,19 @@ fn count_cut_short_by_the_reader_exits_1() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// Starts `fkrng --raw --out path 1TiB` (with no core file, for SIGQUIT, and SIGHUP ignored
-/// when `hup_ignored`) and waits until its file holds bytes (a guard ends a wait of over a
-/// minute).
+/// Starts `fkrng --raw --out path 1TiB` (3 GiB where a count must fit a 32-bit `usize`;
+/// with no core file, for SIGQUIT, and SIGHUP ignored when `hup_ignored`) and waits until its
+/// file holds bytes (a guard ends a wait of over a minute).
 fn writing_a_large_file(path: &std::path::Path, hup_ignored: bool) -> Child {
     use std::os::unix::process::CommandExt;
+    let count = if cfg!(target_pointer_width = "64") {
+        "1TiB"
+    } else {
+        "3GiB"
+    };
     let mut command = tool();
     command
-        .args(["--raw", "--out", path.to_str().unwrap(), "1TiB"])
+        .args(["--raw", "--out", path.to_str().unwrap(), count])
         .stdin(Stdio::null())
         .stderr(Stdio::null());
     // SAFETY: the closure runs in the child between fork and exec and calls only
@@ -1342,12 +1347,16 @@ fn writing_a_large_file(path: &std::path::Path, hup_ignored: bool) -> Child {
                 rlim_max: 0,
             };
             libc::setrlimit(libc::RLIMIT_CORE, &none);
-            // A run whose signal is lost stops at 16 GiB (SIGXFSZ) instead of filling the disk.
-            let cap = libc::rlimit {
-                rlim_cur: 16 << 30,
-                rlim_max: 16 << 30,
-            };
-            libc::setrlimit(libc::RLIMIT_FSIZE, &cap);
+            // A run whose signal is lost stops at 16 GiB (SIGXFSZ) instead of filling the disk
+            // (the 32-bit count is 3 GiB already).
+            #[cfg(target_pointer_width = "64")]
+            libc::setrlimit(
+                libc::RLIMIT_FSIZE,
+                &libc::rlimit {
+                    rlim_cur: 16 << 30,
+                    rlim_max: 16 << 30,
+                },
+            );
             if hup_ignored {
                 libc::signal(libc::SIGHUP, libc::SIG_IGN);
             }
