@@ -19,7 +19,7 @@ use crate::os::pages::{Advice, note_advice, os};
 use core::alloc::Layout;
 use core::marker::PhantomData;
 use core::ptr::{self, NonNull};
-use core::sync::atomic::Ordering::{AcqRel, Acquire, Release};
+use core::sync::atomic::Ordering::{AcqRel, Acquire};
 use core::sync::atomic::{AtomicPtr, AtomicUsize};
 
 /// Bytes of one chunk: 256 KiB on Linux and Android (64 pages of 4 KiB, one mapping), 64
@@ -181,7 +181,7 @@ impl<T> StatePool<T> {
                 && claims::seal(&chunk.claimed, g.slots)
             {
                 // Unpublished first: a forked child's reset stops here and leaves the seal.
-                chunk.base.store(ptr::null_mut(), Release);
+                chunk.base.store(ptr::null_mut(), core::sync::atomic::Ordering::Release);
                 // SAFETY: mapped by `map_chunk` with this geometry; sealed, nothing refers into it.
                 unsafe { os::unmap(base, g.len, chunk_layout(&g)) };
             }
