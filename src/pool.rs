@@ -175,13 +175,14 @@ impl<T> StatePool<T> {
     /// chunk with a leased slot stays. At unload or exit, while other threads may still lease.
     #[cfg(all(any(target_os = "linux", target_os = "android"), not(miri)))]
     pub(crate) fn close(&self) {
+        use core::sync::atomic::Ordering::Release;
         let g = Self::geometry();
         for chunk in &self.chunks {
             if let Some(base) = NonNull::new(chunk.base.load(Acquire))
                 && claims::seal(&chunk.claimed, g.slots)
             {
                 // Unpublished first: a forked child's reset stops here and leaves the seal.
-                chunk.base.store(ptr::null_mut(), core::sync::atomic::Ordering::Release);
+                chunk.base.store(ptr::null_mut(), Release);
                 // SAFETY: mapped by `map_chunk` with this geometry; sealed, nothing refers into it.
                 unsafe { os::unmap(base, g.len, chunk_layout(&g)) };
             }
