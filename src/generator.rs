@@ -19,8 +19,9 @@ pub const BUFFER_LEN: usize = REFILL_LEN - KEY_LEN;
 pub(crate) struct FkeState {
     /// `block[..32]` is the key `K`; `block[32..]` is the buffer.
     block: [[u8; BLOCK_LEN]; REFILL_BLOCKS],
-    /// Unserved bytes, at `block[REFILL_LEN - avail..]`; 0 ..= 992.
-    avail: usize,
+    /// Unserved bytes (`avail`, 0 ..= 992, at `block[REFILL_LEN - avail..]`) negated, wrapping
+    /// (0 when empty): the first is at `REFILL_LEN + neg_avail`, an addition, no subtraction.
+    neg_avail: usize,
 }
 
 impl FkeState {
@@ -28,22 +29,30 @@ impl FkeState {
     pub(crate) const fn new(key: [u8; KEY_LEN]) -> Self {
         let mut block = [[0u8; BLOCK_LEN]; REFILL_BLOCKS];
         block[0].split_at_mut(KEY_LEN).0.copy_from_slice(&key);
-        FkeState { block, avail: 0 }
+        let neg_avail = 0;
+        FkeState { block, neg_avail }
     }
 
     /// Unserved bytes in the buffer (0 to 992).
     #[inline]
     #[cfg_attr(not(feature = "std"), allow(dead_code))] // used by the thread-local generator
     pub(crate) fn available(&self) -> usize {
-        self.avail
+        self.neg_avail.wrapping_neg()
+    }
+
+    /// The negated count, read once (volatile: no add-to-memory reloads it): a signal handler
+    /// interrupting a read may `clone` a child whose state is wiped on fork, and the child must
+    /// store the count its bytes came from, not one made from its zero (past the buffer).
+    #[inline(always)]
+    fn neg_avail_once(&self) -> usize {
+        // SAFETY: an initialised, aligned field, read through a pointer made from a reference.
+        unsafe { core::ptr::read_volatile(&raw const self.neg_avail) }
     }
 
     /// Copies `dest.len()` bytes out of the buffer, zeroed there (caller: `dest.len() <= avail`).
     #[inline(always)]
     pub(crate) fn serve(&mut self, dest: &mut [u8]) {
-        // Read once: a signal handler interrupting the copy may `clone` a child whose state is
-        // wiped on fork, and the child must go on with the count its source range came from.
-        let avail = self.avail;
+        let avail = self.neg_avail_once().wrapping_neg();
         debug_assert!(dest.len() <= avail);
         // Sliced so that the bounds checks fold into the caller's `dest.len() <= avail`.
         let buffer = self.block.as_flattened_mut();
@@ -56,24 +65,26 @@ impl FkeState {
             dest.copy_from_slice(src);
             src.fill(0);
         }
-        self.avail = avail - dest.len();
+        self.neg_avail = (avail - dest.len()).wrapping_neg();
     }
 
     /// Takes the next `N` unserved bytes as an array, zeroing them in the buffer, or `None`
     /// (nothing taken) when fewer than `N` are left.
     #[inline(always)]
     pub(crate) fn take<const N: usize>(&mut self) -> Option<[u8; N]> {
-        // One comparison for `N <= avail <= 992`: `left` wraps past `992 - N` when `avail < N`.
-        let left = self.avail.wrapping_sub(N);
-        if left > BUFFER_LEN.saturating_sub(N) {
+        // One comparison for `N <= avail <= 992`: the next unserved byte's offset in the
+        // buffer, `992 - avail`, is at most `992 - N` then, and wraps past it otherwise.
+        let neg_avail = self.neg_avail_once();
+        let at = neg_avail.wrapping_add(BUFFER_LEN);
+        if at > BUFFER_LEN.checked_sub(N)? {
             return None;
         }
-        // In bounds by the check above (`REFILL_LEN - N - left >= KEY_LEN`): no panic branch.
+        // In bounds by the check above (`KEY_LEN + at + N <= REFILL_LEN`): no panic branch.
         let buffer = self.block.as_flattened_mut();
-        let src = buffer[REFILL_LEN - N - left..].first_chunk_mut::<N>()?;
+        let src = buffer[KEY_LEN + at..].first_chunk_mut::<N>()?;
         let out = *src;
         *src = [0; N];
-        self.avail = left;
+        self.neg_avail = neg_avail.wrapping_add(N);
         Some(out)
     }
 
@@ -87,8 +98,9 @@ impl FkeState {
         mut before_keystream: impl FnMut(&mut Self, usize) -> Result<(), E>,
     ) -> Result<(), E> {
         while !dest.is_empty() {
-            if self.avail > 0 {
-                let m = dest.len().min(self.avail);
+            let avail = self.available();
+            if avail > 0 {
+                let m = dest.len().min(avail);
                 let (now, rest) = dest.split_at_mut(m);
                 self.serve(now);
                 dest = rest;
@@ -108,14 +120,14 @@ impl FkeState {
     #[inline(never)]
     pub(crate) fn refill(&mut self) {
         keystream::refill_in_place(&mut self.block);
-        self.avail = BUFFER_LEN;
+        self.neg_avail = BUFFER_LEN.wrapping_neg();
     }
 
     /// For `dest.len() >= 992` with an empty buffer: `Z = keystream(K, 32 + n)`, `K = Z[..32]`,
     /// `dest = Z[32..]`; `Z[..1024]` is an in-place refill whose buffer moves to `dest`.
     #[inline(never)]
     fn direct_fill(&mut self, dest: &mut [u8]) {
-        debug_assert_eq!(self.avail, 0);
+        debug_assert_eq!(self.neg_avail, 0);
         debug_assert!(dest.len() >= BUFFER_LEN);
         keystream::direct_fill_in_place(&mut self.block, dest);
         let buffer = &mut self.block.as_flattened_mut()[KEY_LEN..];
@@ -130,7 +142,7 @@ impl FkeState {
             *k ^= s;
         }
         self.block.as_flattened_mut()[KEY_LEN..].zeroize();
-        self.avail = 0;
+        self.neg_avail = 0;
     }
 
     /// Zeroes the whole state, padding included (a move may have copied stack residue there).

@@ -1,16 +1,18 @@
 //! The integer paths through a held handle, `fkrng::rng()` against `rand::rng()`:
-//! `next_u32`, `next_u64`, `random_range(0..6)` and `random_range(0..1_000_000_007)`.
+//! `next_u32`, `next_u64`, `random_range(0..6)` and `random_range(0..1_000_000_007)`; and
+//! the bare generator's, a boxed `FkeRng` (no thread-local lookup or lifecycle check).
 //!
 //! Usage:
 //! - `int_calls time [BATCHES]` (51 by default): for each call, BATCHES batches of 200,000
 //!   calls of each generator in turns, in one process. Prints one line per call:
-//!   `call=… fkrng_ns=… rand_ns=… ratio=…` (medians of the batches, nanoseconds per call).
+//!   `call=… fkrng_ns=… rand_ns=… ratio=… fke_rng_ns=… fke_rng_ratio=…` (medians of the
+//!   batches, nanoseconds per call; the ratios are to `rand::rng()`'s time).
 //! - `int_calls count CALL fkrng|rand N`: N calls of one generator after one warm-up call,
 //!   for `valgrind --tool=callgrind` (scripts/count-instructions.sh takes the difference of two
 //!   N to count the instructions per call). Prints `call=… reader=… calls=…`.
 
 use rand::RngExt;
-use rand_core::Rng;
+use rand_core::{Rng, SeedableRng};
 use std::hint::black_box;
 use std::time::Instant;
 
@@ -63,16 +65,20 @@ fn main() {
                 _ => fail("usage: int_calls time [BATCHES]"),
             };
             let (mut fk, mut rd) = (fkrng::rng(), rand::rng());
+            let mut bare = Box::new(fkrng::FkeRng::from_seed([7; 32]));
             for call in CALLS {
-                let (mut f, mut r) = (Vec::new(), Vec::new());
+                let (mut f, mut r, mut b) = (Vec::new(), Vec::new(), Vec::new());
                 for _ in 0..batches {
                     f.push(batch(&mut fk, call));
                     r.push(batch(&mut rd, call));
+                    b.push(batch(&mut *bare, call));
                 }
-                let (f, r) = (median(f), median(r));
+                let (f, r, b) = (median(f), median(r), median(b));
                 println!(
-                    "call={call} fkrng_ns={f:.3} rand_ns={r:.3} ratio={:.3}",
-                    f / r
+                    "call={call} fkrng_ns={f:.3} rand_ns={r:.3} ratio={:.3} fke_rng_ns={b:.3} \
+                     fke_rng_ratio={:.3}",
+                    f / r,
+                    b / r
                 );
             }
         }
