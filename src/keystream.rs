@@ -3,8 +3,9 @@
 //! 14-15): the assembly kernel or whole passes from the kernels of the row
 //! `keystream/dispatch.rs` selects, the rest from the `chacha20` crate. Every path gives the same bytes (`tests/kat.rs`, unit tests).
 //!
-//! Invariant: on a row with an assembly kernel (AVX-512F), every refill and direct fill is
-//! that kernel, which writes no stack, reads the key from the state and clears its registers;
+//! Invariant: on a row with an assembly kernel (AVX-512F, AVX2, NEON), every refill and
+//! direct fill is that kernel, which writes no stack, reads the key from the state and clears
+//! its registers;
 //! elsewhere every key-derived value lives in registers or in the frames of a never-inlined
 //! `*_below` callee, below its caller, which holds no key word; [`scrub::below`] clears the
 //! registers (x86-64) and zeroes those frames when the callee returns.
@@ -80,8 +81,7 @@ fn direct_fill_with_kernel(
     head: &mut [u8],
     rest: &mut [u8],
 ) {
-    const LANES: usize = 16; // the kernel's pass
-    let alone = kernel.refill_and_block.is_some() && rest.len() / BLOCK_LEN % LANES == 1;
+    let alone = kernel.refill_and_block.is_some() && rest.len() / BLOCK_LEN % kernel.lanes == 1;
     let ride = !rest.len().is_multiple_of(BLOCK_LEN) || alone;
     let direct = rest.len().div_ceil(BLOCK_LEN) - usize::from(ride);
     let state = blocks.as_mut_ptr().cast::<u8>();
@@ -131,46 +131,11 @@ unsafe fn run(
 }
 
 /// [`direct_fill_in_place`] unscrubbed. Inlined, so that the choice is made in the
-/// caller's frame and a fill without a rider reaches no deeper than its two computations.
+/// caller's frame and a fill reaches no deeper than its two computations.
 #[inline(always)]
 fn direct_fill_unscrubbed(blocks: &mut [Block; 16], rest: &mut [u8]) {
-    let needed = rest.len().div_ceil(BLOCK_LEN);
-    let row = dispatch::selected();
-    let lanes = row.passes.first().map_or(TAIL_BLOCKS, |k| k.lanes);
-    match row.rider.filter(|_| needed % lanes == 1) {
-        Some(kernel) => direct_fill_with_rider_below(kernel, blocks, rest),
-        None => {
-            match lanes {
-                4 => write_bytes_below::<4>(key_of(&blocks[0]), 16, rest),
-                _ => write_bytes_below::<TAIL_BLOCKS>(key_of(&blocks[0]), 16, rest),
-            }
-            refill_below(blocks);
-        }
-    }
-}
-
-/// [`direct_fill_in_place`] one block past whole passes, unscrubbed: whole passes for all
-/// blocks but the last, which rides along the refill into a scratch block wiped afterwards.
-#[inline(never)]
-fn direct_fill_with_rider_below(
-    kernel: dispatch::RiderKernel,
-    blocks: &mut [Block; 16],
-    rest: &mut [u8],
-) {
-    let needed = rest.len().div_ceil(BLOCK_LEN);
-    let (head, last) = rest.split_at_mut((needed - 1) * BLOCK_LEN);
-    if !head.is_empty() {
-        write_blocks(key_of(&blocks[0]), 16, head.as_chunks_mut().0);
-    }
-    let mut words = dispatch::key_words(key_of(&blocks[0]));
-    let mut scratch = [0u8; BLOCK_LEN];
-    // SAFETY: the kernel is the selected row's, which this CPU has (`selected` panics on a
-    // pin to a row it lacks).
-    unsafe { kernel(&words, blocks, 15 + needed as u64, &mut scratch) };
-    crate::probe::kernel_call(3);
-    last.copy_from_slice(&scratch[..last.len()]);
-    scratch.zeroize();
-    words.zeroize();
+    write_bytes_below::<TAIL_BLOCKS>(key_of(&blocks[0]), 16, rest);
+    refill_below(blocks);
 }
 
 /// Writes the keystream from block `counter` into `out` (any length), where the widest passes
@@ -255,8 +220,6 @@ mod dispatch;
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
 mod neon;
 mod path;
-#[cfg(target_arch = "x86_64")]
-mod rider;
 mod scrub;
 mod small_stack;
 #[cfg(target_arch = "x86_64")]

@@ -69,7 +69,7 @@ pub(crate) fn at(point: Point) {
     let _ = point;
 }
 
-/// Counts a call of keystream kernel `which` on this thread (0: an assembly kernel, 1: an 8- or
+/// Counts a call of keystream kernel `which` on this thread (0: an assembly kernel, 1: a
 /// 4-block pass, 3: a refill with a rider; tests).
 #[inline(always)]
 pub(crate) fn kernel_call(which: usize) {

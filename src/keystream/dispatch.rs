@@ -7,7 +7,7 @@ use super::{Block, KEY_LEN};
 #[cfg(target_arch = "x86_64")]
 use super::{avx2, avx512, sse2};
 
-/// One of fkrng's pass kernels: whole passes of `lanes` (16, 8 or 4) consecutive blocks.
+/// One of fkrng's pass kernels: whole passes of `lanes` (4) consecutive blocks.
 #[derive(Clone, Copy)]
 pub(super) struct PassKernel {
     pub(super) lanes: usize,
@@ -31,24 +31,24 @@ impl PassKernel {
     }
 }
 
-/// A refill with one more block riding along (`keystream/rider.rs`): blocks 0..16 into the
-/// refill and block `counter` into the last argument. Safety: only where the row that names
-/// it is [`selected`].
-pub(super) type RiderKernel =
-    unsafe fn(key: &[u32; 8], refill: &mut [Block; 16], counter: u64, extra: &mut Block);
-
 /// A kernel in assembly that computes every refill and direct fill of its row and writes
-/// nothing but registers and its output (the contract of `avx512::keystream`), so its row
+/// nothing but registers and its output (the contract of `avx512::keystream`,
+/// `avx2::keystream` and `sse2::keystream`), so its row
 /// needs no scrub.
 #[derive(Clone, Copy)]
 pub(super) struct AsmKernel {
+    /// Blocks per pass (16, 8, 4 or 3).
+    pub(super) lanes: usize,
     /// Whether this CPU has the kernel's instruction set.
     detected: fn() -> bool,
     /// Writes keystream blocks `counter .. counter + blocks` under the key at the first
-    /// pointer to the second. Safety: as `avx512::keystream`.
+    /// pointer to the second. Safety: as the row's kernel's (`avx512::keystream`,
+    /// `avx2::keystream`, `sse2::keystream`: the second may start at the first for 16
+    /// blocks).
     pub(super) keystream: Keystream,
     /// Blocks 0..16 into the third pointer (which may be the key) and block `counter` into
-    /// the fourth, where the kernel has it. Safety: as `avx512::refill_and_block`.
+    /// the fourth, where the kernel has it. Safety: as `avx512::refill_and_block`,
+    /// `avx2::refill_and_block` and `sse2::refill_and_block`.
     pub(super) refill_and_block: Option<RefillAndBlock>,
 }
 
@@ -73,8 +73,6 @@ pub(super) struct Row {
     /// Widest first, each covering what it can of what the one before left (the crate does
     /// the rest). The CPU can take the path if it has the first.
     pub(super) passes: &'static [PassKernel],
-    /// For a direct fill with one block past whole passes (`direct_fill_with_rider_below`).
-    pub(super) rider: Option<RiderKernel>,
     /// Where set, computes every refill and direct fill of this row (the fields above unused).
     pub(super) kernel: Option<AsmKernel>,
 }
@@ -89,26 +87,13 @@ impl Row {
     }
 }
 
-#[cfg(target_arch = "x86_64")]
-pub(super) const AVX2_PASS: PassKernel = PassKernel {
-    lanes: avx2::LANES,
-    detected: avx2::detected,
-    write: avx2::write_blocks,
-};
-
-#[cfg(target_arch = "x86_64")]
-pub(super) const SSE2_PASS: PassKernel = PassKernel {
-    lanes: sse2::LANES,
-    detected: sse2::detected,
-    write: sse2::write_blocks,
-};
-
 /// The table, widest path first; the last row runs on every x86-64 CPU (SSE2 is in the
 /// baseline); on other targets the one row is the `chacha20` crate alone.
 #[cfg(target_arch = "x86_64")]
 const TABLE: &[Row] = &[
     Row {
         kernel: Some(AsmKernel {
+            lanes: 16,
             detected: avx512::detected,
             keystream: avx512::keystream,
             refill_and_block: Some(avx512::refill_and_block),
@@ -116,12 +101,22 @@ const TABLE: &[Row] = &[
         ..row(KeystreamPath::Avx512, &[])
     },
     Row {
-        rider: Some(avx2::write_refill_and_block),
-        ..row(KeystreamPath::Avx2, &[AVX2_PASS])
+        kernel: Some(AsmKernel {
+            lanes: 8,
+            detected: avx2::detected,
+            keystream: avx2::keystream,
+            refill_and_block: Some(avx2::refill_and_block),
+        }),
+        ..row(KeystreamPath::Avx2, &[])
     },
     Row {
-        rider: Some(sse2::write_refill_and_block),
-        ..row(KeystreamPath::Portable, &[SSE2_PASS])
+        kernel: Some(AsmKernel {
+            lanes: 3,
+            detected: sse2::detected,
+            keystream: sse2::keystream,
+            refill_and_block: Some(sse2::refill_and_block),
+        }),
+        ..row(KeystreamPath::Portable, &[])
     },
 ];
 /// On AArch64 with NEON, fkrng's NEON kernel in assembly (as `portable`: no pin tells them
@@ -129,6 +124,7 @@ const TABLE: &[Row] = &[
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
 const TABLE: &[Row] = &[Row {
     kernel: Some(AsmKernel {
+        lanes: 4,
         detected: || true,
         keystream: super::neon::keystream,
         refill_and_block: None,
@@ -147,7 +143,6 @@ const fn row(path: KeystreamPath, passes: &'static [PassKernel]) -> Row {
     Row {
         path,
         passes,
-        rider: None,
         kernel: None,
     }
 }
@@ -156,7 +151,8 @@ const fn row(path: KeystreamPath, passes: &'static [PassKernel]) -> Row {
 /// widest kernel the CPU has (detected at run time), the one pinned at build time with
 /// `--cfg fkrng_keystream="avx512"|"avx2"|"portable"` (a switch for tests), or, in builds
 /// with debug assertions or at opt-level 0 and no pin, [`KeystreamPath::SmallStack`] where
-/// the CPU has no assembly kernel (on x86-64 without AVX-512F, and other targets).
+/// the CPU has no assembly kernel (targets other than x86-64 and
+/// AArch64 with NEON).
 /// `fkrng --version` prints it as `keystream: <name>`.
 ///
 /// # Panics
@@ -218,7 +214,7 @@ pub(super) fn with_kernels<'a>(
             let (head, rest) = core::mem::take(&mut out).split_at_mut(whole);
             // SAFETY: `usable(counter, whole)` holds, and `head` is `whole` blocks long.
             unsafe { (kernel.write)(words, counter, head) };
-            crate::probe::kernel_call(if kernel.lanes == 16 { 0 } else { 1 });
+            crate::probe::kernel_call(1);
             counter += whole as u64;
             out = rest;
         }

@@ -11,14 +11,16 @@ pub enum KeystreamPath {
     /// fkrng's AVX-512 kernel in assembly (16-block, 1 KiB passes and a last pass of any
     /// block count), on x86-64 CPUs with AVX-512F, in every build: it writes no stack.
     Avx512,
-    /// fkrng's 8-block (512-byte) AVX2 pass kernel, on x86-64 CPUs with AVX2 but not AVX-512F.
+    /// fkrng's AVX2 kernel in assembly (8-block, 512-byte passes and a last pass of any
+    /// block count), on x86-64 CPUs with AVX2 but not AVX-512F, in every build: it writes no
+    /// stack.
     Avx2,
-    /// On x86-64 CPUs without AVX2, fkrng's 4-block (256-byte) SSE2 pass kernel, with the
-    /// `chacha20` crate for what whole passes leave; on AArch64, fkrng's NEON kernel in
-    /// assembly (every build: it writes no stack); on other targets the crate alone.
+    /// On x86-64 CPUs without AVX2, fkrng's SSE2 kernel in assembly (3-block, 192-byte
+    /// groups and a last group of one or two blocks); on AArch64, fkrng's NEON kernel in
+    /// assembly (both in every build: they write no stack); on other targets the crate alone.
     Portable,
     /// fkrng's one-block plain-Rust ChaCha20 (`keystream/small_stack.rs`), on CPUs and
-    /// targets without an assembly kernel, unless a path is pinned, in builds with debug
+    /// targets without an assembly kernel (not x86-64, nor AArch64 with NEON), unless a path is pinned, in builds with debug
     /// assertions, at opt-level 0, or at a level the build
     /// script could not learn: unoptimised SIMD code needs more than a 16 KiB thread stack.
     SmallStack,

@@ -4,17 +4,9 @@
 use super::*;
 use crate::probe::hooks::KERNEL_CALLS;
 
-/// [`write_bytes_below`] in a scrubbed callee, with the scratch direct fills take on this row.
+/// [`write_bytes_below`] in a scrubbed callee, with the scratch direct fills take.
 fn write_bytes(key: &[u8; KEY_LEN], counter: u64, out: &mut [u8]) {
-    let lanes = dispatch::selected()
-        .passes
-        .first()
-        .map_or(TAIL_BLOCKS, |k| k.lanes);
-    scrub::below(|| match lanes {
-        16 => write_bytes_below::<16>(key, counter, out),
-        4 => write_bytes_below::<4>(key, counter, out),
-        _ => write_bytes_below::<TAIL_BLOCKS>(key, counter, out),
-    });
+    scrub::below(|| write_bytes_below::<TAIL_BLOCKS>(key, counter, out));
 }
 
 fn reference(key: &[u8; KEY_LEN], counter: u64, blocks: usize) -> Vec<Block> {
@@ -34,30 +26,34 @@ fn kernel_cases() -> impl Iterator<Item = ([u8; KEY_LEN], u64)> {
     })
 }
 
-/// Each pass kernel itself, two passes, wherever this CPU can run it.
+/// Each x86-64 assembly kernel: its name, whether this CPU has it, its functions.
 #[cfg(target_arch = "x86_64")]
-#[test]
-fn pass_kernels_match_the_chacha20_crate() {
-    for kernel in [dispatch::AVX2_PASS, dispatch::SSE2_PASS] {
-        let blocks = 2 * kernel.lanes;
-        if !kernel.usable(0, blocks) {
-            eprintln!("{}-block kernel: not available on this CPU", kernel.lanes);
-            continue;
-        }
-        for (key, counter) in kernel_cases() {
-            let counter = counter.min((1 << 32) - blocks as u64);
-            assert!(kernel.usable(counter, blocks));
-            let mut got = vec![[0u8; BLOCK_LEN]; blocks];
-            // SAFETY: `usable(.., counter, blocks)` was checked just above.
-            unsafe { (kernel.write)(&dispatch::key_words(&key), counter, &mut got) };
-            let lanes = kernel.lanes;
-            assert_eq!(
-                got,
-                reference(&key, counter, blocks),
-                "{lanes}-block, {counter}"
-            );
-        }
-    }
+fn assembly_kernels() -> [(
+    &'static str,
+    bool,
+    dispatch::Keystream,
+    dispatch::RefillAndBlock,
+); 3] {
+    [
+        (
+            "AVX-512",
+            avx512::detected(),
+            avx512::keystream,
+            avx512::refill_and_block,
+        ),
+        (
+            "AVX2",
+            avx2::detected(),
+            avx2::keystream,
+            avx2::refill_and_block,
+        ),
+        (
+            "SSE2",
+            sse2::detected(),
+            sse2::keystream,
+            sse2::refill_and_block,
+        ),
+    ]
 }
 
 /// The assembly kernels this CPU has, for every block count 1..=40 and counters whose lanes
@@ -66,19 +62,7 @@ fn pass_kernels_match_the_chacha20_crate() {
 #[cfg(target_arch = "x86_64")]
 #[test]
 fn assembly_kernels_match_the_chacha20_crate() {
-    type Kernels = (
-        &'static str,
-        bool,
-        dispatch::Keystream,
-        dispatch::RefillAndBlock,
-    );
-    let kernels: [Kernels; 1] = [(
-        "AVX-512",
-        avx512::detected(),
-        avx512::keystream,
-        avx512::refill_and_block,
-    )];
-    for (name, detected, keystream, rider) in kernels {
+    for (name, detected, keystream, rider) in assembly_kernels() {
         if !detected {
             eprintln!("{name} kernel: not available on this CPU");
             continue;
@@ -187,59 +171,28 @@ unsafe fn painted_stack_after(
 #[cfg(all(target_arch = "x86_64", not(miri)))]
 #[test]
 fn assembly_kernels_write_no_stack() {
-    if !avx512::detected() {
-        eprintln!("AVX-512 kernel: not available on this CPU");
-        return;
-    }
-    let key = [0x3d; KEY_LEN];
-    let mut out = vec![[0u8; BLOCK_LEN]; 40];
-    let (kernel, at) = (
-        avx512::keystream as dispatch::Keystream as usize,
-        out.as_mut_ptr().cast::<u8>(),
-    );
-    // SAFETY: AVX-512F was detected; a 32-byte key and 40 blocks of output.
-    let painted = unsafe { painted_stack_after(kernel, key.as_ptr(), at, 40) };
-    assert_eq!(painted, (1, -8), "keystream");
-    assert_eq!(out, reference(&key, 5, 40));
-    let mut state = [[0u8; BLOCK_LEN]; 17];
-    state[0][..KEY_LEN].copy_from_slice(&key);
-    let (kernel, at) = (
-        avx512::refill_and_block as dispatch::RefillAndBlock as usize,
-        state.as_mut_ptr().cast::<u8>(),
-    );
-    // SAFETY: as above: the refill over the key, then the extra block, 17 blocks in all.
-    let painted = unsafe { painted_stack_after(kernel, at, at, at as usize + 1024) };
-    assert_eq!(painted, (1, -8), "refill and block");
-    let mut want = reference(&key, 0, 16);
-    want.extend(reference(&key, 5, 1));
-    assert_eq!(state[..], want[..]);
-}
-
-/// Each refill-with-rider kernel itself, with riders whose counters carry into the high word.
-#[cfg(target_arch = "x86_64")]
-#[test]
-fn rider_kernels_match_the_chacha20_crate() {
-    let kernels: [(&str, bool, dispatch::RiderKernel); 2] = [
-        ("AVX2", avx2::detected(), avx2::write_refill_and_block),
-        ("SSE2", sse2::detected(), sse2::write_refill_and_block),
-    ];
-    for (name, detected, kernel) in kernels {
+    for (name, detected, keystream, rider) in assembly_kernels() {
         if !detected {
-            eprintln!("{name} refill with a rider: not available on this CPU");
+            eprintln!("{name} kernel: not available on this CPU");
             continue;
         }
-        for (i, (key, _)) in kernel_cases().enumerate() {
-            let counter = [16u64, 17, (1 << 32) - 1, 1 << 32, u64::MAX][i % 5];
-            let (mut refill, mut extra) = ([[0u8; BLOCK_LEN]; 16], [0u8; BLOCK_LEN]);
-            // SAFETY: the kernel's instruction set was detected above.
-            unsafe { kernel(&dispatch::key_words(&key), &mut refill, counter, &mut extra) };
-            assert_eq!(refill.to_vec(), reference(&key, 0, 16), "{name}");
-            assert_eq!(
-                extra,
-                reference(&key, counter, 1)[0],
-                "{name}, counter {counter}"
-            );
-        }
+        let key = [0x3d; KEY_LEN];
+        let mut out = vec![[0u8; BLOCK_LEN]; 40];
+        let at = out.as_mut_ptr().cast::<u8>();
+        // SAFETY: the kernel's instruction set was detected; a 32-byte key and 40 blocks of
+        // output.
+        let painted = unsafe { painted_stack_after(keystream as usize, key.as_ptr(), at, 40) };
+        assert_eq!(painted, (1, -8), "{name} keystream");
+        assert_eq!(out, reference(&key, 5, 40), "{name}");
+        let mut state = [[0u8; BLOCK_LEN]; 17];
+        state[0][..KEY_LEN].copy_from_slice(&key);
+        let at = state.as_mut_ptr().cast::<u8>();
+        // SAFETY: as above: the refill over the key, then the extra block, 17 blocks in all.
+        let painted = unsafe { painted_stack_after(rider as usize, at, at, at as usize + 1024) };
+        assert_eq!(painted, (1, -8), "{name} refill and block");
+        let mut want = reference(&key, 0, 16);
+        want.extend(reference(&key, 5, 1));
+        assert_eq!(state[..], want[..], "{name}");
     }
 }
 
@@ -447,10 +400,9 @@ fn small_stack_matches_the_chacha20_crate() {
     }
 }
 
-/// Which kernels ran: a refill, a 24-block fill (a 16-block and an 8-block pass on the
-/// AVX-512 path), a 100-byte fill (a two-block tail) and a direct fill of 1,025 bytes past
-/// the refill (its sixteen whole blocks, then a refill with a rider) call exactly the
-/// kernels of the path this build reports, and no other.
+/// Which kernels ran: a refill, a 24-block fill, a 100-byte fill (a two-block tail) and a
+/// direct fill of 1,025 bytes past the refill (its sixteen whole blocks, then a refill with a
+/// rider) call exactly the kernels of the path this build reports, and no other.
 #[test]
 fn the_kernels_that_ran_are_those_of_the_reported_path() {
     let key = [0x3c; KEY_LEN];
@@ -464,15 +416,11 @@ fn the_kernels_that_ran_are_those_of_the_reported_path() {
     write_bytes(&key, 0, &mut tail);
     direct_fill_in_place(&mut blocks, &mut [0; 992 + 16 * BLOCK_LEN + 1]);
     let expected = match keystream_path() {
-        // The refill and the direct fill's sixteen whole blocks, then its refill with the
-        // last byte riding along; the byte fills take the crate.
-        KeystreamPath::Avx512 => [2, 0, 0, 1],
-        // One call for the refill, one for the 24 blocks, one for the sixteen blocks of the
-        // direct fill; the two-block tail goes to the crate (below the AVX2 kernel's
-        // break-even).
-        // The same on x86-64's portable path, with four-block passes.
-        KeystreamPath::Avx2 => [0, 3, 0, 1],
-        KeystreamPath::Portable if cfg!(target_arch = "x86_64") => [0, 3, 0, 1],
+        // The assembly kernels (on x86-64's portable path, SSE2): the refill and the direct
+        // fill's sixteen whole blocks, then its refill with the last byte riding along; the
+        // byte fills take the crate.
+        KeystreamPath::Avx512 | KeystreamPath::Avx2 => [2, 0, 0, 1],
+        KeystreamPath::Portable if cfg!(target_arch = "x86_64") => [2, 0, 0, 1],
         // The NEON kernel: the refill, the sixteen blocks, the last byte, the refill.
         KeystreamPath::Portable if cfg!(target_arch = "aarch64") => [4, 0, 0, 0],
         KeystreamPath::Portable | KeystreamPath::SmallStack => [0; 4],
