@@ -67,6 +67,8 @@ pub(crate) struct Evidence {
     pub(crate) table_len: usize,
     /// A bit per value of a word's top 24 bits: set where some word of `table` has them.
     pub(crate) filter: [u64; FILTER_WORDS],
+    /// Bytes of `scan` that hold a [`Evidence::snapshot`].
+    pub(crate) snapshot_len: usize,
     pub(crate) scan: [u8; SCAN_CHUNK],
 }
 
@@ -215,9 +217,7 @@ impl Evidence {
             for (i, bytes) in self.keys[0].chunks_exact_mut(8).enumerate() {
                 bytes.copy_from_slice(&hash_keys.hash_one((attempt, i)).to_le_bytes());
             }
-            for key in 0..batches {
-                self.chacha20_block(key, 0, Output::NextKey);
-            }
+            self.derive_keys(batches);
             let degenerate = self.keys[..batches]
                 .iter()
                 .flat_map(|key| key.chunks_exact(4))
@@ -226,6 +226,48 @@ impl Evidence {
                 break;
             }
         }
+    }
+
+    /// Computes `keys[1..=batches]` from `keys[0]`.
+    pub(crate) fn derive_keys(&mut self, batches: usize) {
+        assert!(batches <= MAX_BATCHES);
+        for key in 0..batches {
+            self.chacha20_block(key, 0, Output::NextKey);
+        }
+    }
+
+    /// Copies the bytes of `state` (a thread's generator state, at most [`SCAN_CHUNK`]
+    /// bytes) into the scan buffer through `/proc/self/mem`: the kernel copies them, so no
+    /// copy of the key they hold is made outside this allocation.
+    pub(crate) fn snapshot(&mut self, state: Range<usize>) {
+        let mem = std::fs::File::open("/proc/self/mem").unwrap();
+        let got = std::os::unix::fs::FileExt::read_at(
+            &mem,
+            &mut self.scan[..state.len()],
+            state.start as u64,
+        )
+        .unwrap();
+        assert_eq!(got, state.len());
+        self.snapshot_len = state.len();
+    }
+
+    /// Finds the key that the state of [`Evidence::snapshot`] held: the 32-byte window of
+    /// it (at any offset) whose keystream, from byte 32 of block 0 on, begins with `served`
+    /// (at least 16 bytes, the first that a refill or direct fill under it served). Puts it
+    /// in `keys[0]` and wipes the snapshot; panics if no window is that key.
+    pub(crate) fn find_snapshot_key(&mut self, served: &[u8]) {
+        assert!(served.len() >= 16 && served.len() <= BLOCK_LEN - KEY_LEN);
+        let found = (0..=self.snapshot_len - KEY_LEN).any(|at| {
+            let (keys, scan) = (&mut self.keys, &self.scan);
+            keys[0].copy_from_slice(&scan[at..at + KEY_LEN]);
+            self.chacha20_block(0, 0, Output::Block);
+            self.block[KEY_LEN..KEY_LEN + served.len()] == *served
+        });
+        self.scan[..self.snapshot_len].fill(0);
+        assert!(
+            found,
+            "no 32 bytes of the thread's state are the key its reads ran under"
+        );
     }
 
     /// Checks that `served` is bytes `32..32 + served.len()` of the keystream of

@@ -1,10 +1,11 @@
 //! Backtracking resistance in memory: once fkrng has produced keystream, nothing in the
 //! process's writable memory may let an attacker recompute output already handed out.
 //!
-//! - `refills_leave_no_old_key_behind` and `direct_fills_leave_no_old_key_behind`: a seeded
-//!   `FkeRng` (running the keystream code the thread-local generator runs too) goes through
-//!   refills or direct fills. Every key it used before its current one is searched for as 32
-//!   contiguous bytes and as a *broadcast* of any of its eight words: eight equal
+//! - `refills_leave_no_old_key_behind`, `direct_fills_leave_no_old_key_behind` and
+//!   `thread_local_fills_leave_no_old_key_behind`: a seeded `FkeRng`, or the thread-local
+//!   generator (`fkrng::fill`), goes through refills or direct fills. Every key it used
+//!   before its current one is searched for as 32 contiguous bytes and as a *broadcast* of
+//!   any of its eight words: eight equal
 //!   little-endian words in a row at 4-byte alignment, which is what a vector register
 //!   holding one key word in every lane leaves when it is spilled to a stack frame (eight
 //!   such registers give the key back). Independently of byte order and layout, memory is
@@ -45,9 +46,11 @@
 //! test at a time (a scan's buffer holds copies of whatever it read, so concurrent scans would
 //! see each other's search data).
 //!
-//! Every build profile: CI runs these tests in the default test profile, in release, with
-//! fkrng and the `chacha20` crate at opt-level 0 (as a dependent's debug build compiles
-//! them), and in release under emulated CPUs without AVX-512 or AVX2 (each keystream path).
+//! Every build: CI runs these tests in the default test profile, in the configurations of
+//! `scripts/residue-matrix.sh` (profiles, opt-levels from the profile and from RUSTFLAGS,
+//! the native CPU target, fat LTO, nightly; the old-key tests also built as a dependent's
+//! test, `.ci/residue_dependent`), and in release under emulated CPUs without AVX-512 or
+//! AVX2 (each keystream path).
 //!
 //! The test's parts: [`scanner`] reads the process's memory and keeps the test's own frames
 //! out of it, [`evidence`] derives the keys searched for and collects what is found, and
@@ -60,7 +63,7 @@ mod scanner;
 mod scenarios;
 
 use evidence::BUFFER_LEN;
-use scenarios::check_no_old_key_after;
+use scenarios::{Reader, check_no_old_key_after};
 
 /// Refills: a first read of 1 byte refills; each 992-byte read then takes the 991 bytes
 /// left, refills and takes one more (never finding the buffer empty with 992 bytes or more
@@ -69,11 +72,14 @@ use scenarios::check_no_old_key_after;
 /// AVX2 kernel on CPUs with AVX2 only, and the `chacha20` crate elsewhere.
 #[test]
 fn refills_leave_no_old_key_behind() {
-    check_no_old_key_after(&[
-        vec![1],
-        vec![BUFFER_LEN; 8],
-        (0..200).map(|n| 1 + (n * 37) % 61).collect(),
-    ]);
+    check_no_old_key_after(
+        Reader::Seeded,
+        &[
+            vec![1],
+            vec![BUFFER_LEN; 8],
+            (0..200).map(|n| 1 + (n * 37) % 61).collect(),
+        ],
+    );
 }
 
 /// Direct fills: reads of 992 bytes or more that find the buffer empty, each one batch
@@ -86,15 +92,37 @@ fn refills_leave_no_old_key_behind() {
 /// kernel (or the `chacha20` crate) the CPU and the length select.
 #[test]
 fn direct_fills_leave_no_old_key_behind() {
-    check_no_old_key_after(&[
-        vec![5000],
-        vec![BUFFER_LEN],
-        vec![3000],
-        vec![1100],
-        vec![1504],
-        vec![1024],
-        vec![2048],
-    ]);
+    check_no_old_key_after(
+        Reader::Seeded,
+        &[
+            vec![5000],
+            vec![BUFFER_LEN],
+            vec![3000],
+            vec![1100],
+            vec![1504],
+            vec![1024],
+            vec![2048],
+        ],
+    );
+}
+
+/// The thread-local generator's refills and direct fills (`fkrng::fill`, whose frames
+/// above the keystream code are the thread state's rather than `FkeRng`'s), on a thread of
+/// its own after its first 992 bytes: a 64-byte read that refills, three 992-byte reads
+/// that refill once each, then the rest of the buffer and a 5000-byte direct fill, an
+/// 1100-byte and a 2048-byte direct fill; 7 batches in all.
+#[test]
+fn thread_local_fills_leave_no_old_key_behind() {
+    check_no_old_key_after(
+        Reader::ThreadLocal,
+        &[
+            vec![64],
+            vec![BUFFER_LEN; 3],
+            vec![BUFFER_LEN - 64, 5000],
+            vec![1100],
+            vec![2048],
+        ],
+    );
 }
 
 #[test]

@@ -24,13 +24,35 @@ pub(crate) fn boxed_generator(seed: &[u8; KEY_LEN]) -> Box<FkeRng> {
     Box::new(FkeRng::from_seed(*seed))
 }
 
-/// Seeds a boxed `FkeRng` with a seed drawn at run time, makes the reads of each group in
-/// turn (their lengths in bytes), and after each group scans the process's writable memory
-/// for every key used so far except the generator's current one, as 32 contiguous bytes and
-/// as a broadcast of any of its words. Panics, listing every finding, if any is found, or
-/// if the bytes served are not the keystream of the keys computed here.
-pub(crate) fn check_no_old_key_after(groups: &[Vec<usize>]) {
+/// Whose reads [`check_no_old_key_after`] makes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reader {
+    /// A boxed `FkeRng`, seeded with a seed drawn at run time.
+    Seeded,
+    /// The thread-local generator (`fkrng::fill`), on a thread of its own whose buffer is
+    /// run dry first (so its reads begin with a refill or a direct fill); the key they begin
+    /// under is found in the thread's state (see [`Evidence::find_snapshot_key`]). The first
+    /// group must serve at least 16 bytes under that key.
+    ThreadLocal,
+}
+
+/// Makes the reads of each group in turn (their lengths in bytes) through `reader`, and
+/// after each group scans the process's writable memory for every key used so far except
+/// the generator's current one, as 32 contiguous bytes and as a broadcast of any of its
+/// words. Panics, listing every finding, if any is found, or if the bytes served are not
+/// the keystream of the keys computed here.
+pub(crate) fn check_no_old_key_after(reader: Reader, groups: &[Vec<usize>]) {
     let _scan = MEMORY_SCAN.lock().unwrap_or_else(PoisonError::into_inner);
+    let groups = groups.to_vec();
+    match reader {
+        Reader::Seeded => check_reads(reader, &groups),
+        Reader::ThreadLocal => std::thread::spawn(move || check_reads(reader, &groups))
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+    }
+}
+
+fn check_reads(reader: Reader, groups: &[Vec<usize>]) {
     let frame = 0u8;
     let frame = &raw const frame as usize;
 
@@ -45,8 +67,22 @@ pub(crate) fn check_no_old_key_after(groups: &[Vec<usize>]) {
         .collect();
 
     let mut evidence = Evidence::new();
-    evidence.draw_keys(batches.served.len());
-    let mut rng = boxed_generator(&evidence.keys[0]);
+    let mut rng = None;
+    match reader {
+        Reader::Seeded => {
+            evidence.draw_keys(batches.served.len());
+            rng = Some(boxed_generator(&evidence.keys[0]));
+        }
+        Reader::ThreadLocal => {
+            // The state set up and its buffer run dry: a first read refills, and the rest
+            // of the buffer is taken.
+            let mut first = [0u8; BUFFER_LEN];
+            fkrng::fill(&mut first[..1]);
+            fkrng::fill(&mut first[1..]);
+            let (start, end) = fkrng::test_hooks::memory::state_range().expect("a state");
+            evidence.snapshot(start..end);
+        }
+    }
     let mut served = vec![0u8; groups.iter().flatten().sum()];
     scrub_stack_below();
 
@@ -60,10 +96,17 @@ pub(crate) fn check_no_old_key_after(groups: &[Vec<usize>]) {
             let mut now = &mut now[..];
             for &len in group {
                 let (read, later) = core::mem::take(&mut now).split_at_mut(len);
-                rng.fill(read);
+                match &mut rng {
+                    Some(rng) => rng.fill(read),
+                    None => fkrng::fill(read),
+                }
                 now = later;
             }
         });
+        if reader == Reader::ThreadLocal && scan == 0 {
+            evidence.find_snapshot_key(&now[..batches.served[0].min(32)]);
+            evidence.derive_keys(batches.served.len());
+        }
         let (more, bytes) = evidence.scan_for_keys(old, scan);
         scrub_scan_frames();
         found.extend(more);
@@ -83,8 +126,9 @@ pub(crate) fn check_no_old_key_after(groups: &[Vec<usize>]) {
 
     let found = merge_findings(found);
     eprintln!(
-        "{} keystream batches, {} bytes served, {} scans ({} KiB read): {} copies of old keys \
-         found",
+        "keystream path {}: {} keystream batches, {} bytes served, {} scans ({} KiB read): {} \
+         copies of old keys found",
+        fkrng::keystream_path(),
         batches.served.len(),
         served.len(),
         groups.len(),
