@@ -378,7 +378,9 @@ mod tests {
     }
 
     /// Closing reads the directory only up to the first entry never published: the pages past
-    /// it, which the process never touched, take no page fault (the 1024 entries span ten).
+    /// it, which the process never touched, take no page fault (the 1024 entries span ten;
+    /// reading them all takes at least eight). The bound, half the directory's pages, leaves
+    /// room for an emulator's own faults on the thread (two natively, four under qemu-user).
     #[cfg(all(any(target_os = "linux", target_os = "android"), not(miri)))]
     #[test]
     fn close_reads_no_entry_past_the_first_never_published() {
@@ -393,12 +395,13 @@ mod tests {
             );
             usage.ru_minflt
         };
-        assert!(size_of_val(&POOL.chunks) > 8 * 4096);
+        let pages = size_of_val(&POOL.chunks).div_ceil(4096) as libc::c_long;
+        assert!(pages >= 10, "{pages} pages");
         let lease = POOL.lease().unwrap();
         let before = faults();
         POOL.close();
         let taken = faults() - before;
-        assert!(taken <= 2, "closing took {taken} page faults");
+        assert!(taken <= pages / 2, "closing took {taken} page faults");
         drop(lease);
     }
 
