@@ -32,7 +32,6 @@ fi
 SLOW_TESTS=(
   small_reads_of_every_length
   take_serves_the_next_bytes
-  matches_the_chacha20_crate_for_many_keys
   write_bytes_matches_the_crate_for_every_tail_length
   direct_fills_match_the_crate_for_every_tail_length
   budget_spans

@@ -1,12 +1,12 @@
 //! ChaCha20 keystream for refills and direct fills: D. J. Bernstein's original ChaCha20 (RFC
 //! 8439's block function, 64-bit block counter in words 12-13, zero 64-bit nonce in words
-//! 14-15): the assembly kernel or whole passes from the kernels of the row
-//! `keystream/dispatch.rs` selects, the rest from the `chacha20` crate. Every path gives the same bytes (`tests/kat.rs`, unit tests).
+//! 14-15): the assembly kernel of the row `keystream/dispatch.rs` selects, or on rows
+//! without one the `chacha20` crate. Every path gives the same bytes (`tests/kat.rs`, unit
+//! tests).
 //!
-//! Invariant: on a row with an assembly kernel (AVX-512F, AVX2, NEON), every refill and
-//! direct fill is that kernel, which writes no stack, reads the key from the state and clears
-//! its registers;
-//! elsewhere every key-derived value lives in registers or in the frames of a never-inlined
+//! Invariant: on a row with an assembly kernel (AVX-512F, AVX2, SSE2, NEON), every refill
+//! and direct fill is that kernel, which writes no stack, reads the key from the state and
+//! clears its registers; elsewhere every key-derived value lives in registers or in the frames of a never-inlined
 //! `*_below` callee, below its caller, which holds no key word; [`scrub::below`] clears the
 //! registers (x86-64) and zeroes those frames when the callee returns.
 
@@ -26,31 +26,9 @@ pub(crate) type Block = [u8; BLOCK_LEN];
 /// "expand 32-byte k" as four little-endian words (RFC 8439, section 2.3).
 const SIGMA: [u32; 4] = [0x6170_7865, 0x3320_646e, 0x7962_2d32, 0x6b20_6574];
 
-/// Blocks of scratch for the part of a byte fill that whole passes leave on rows without
-/// pass kernels (8, 512 bytes: one AVX2 pass).
-const TAIL_BLOCKS: usize = 8;
-
 /// The key held in the first 32 bytes of a block.
 fn key_of(block: &Block) -> &[u8; KEY_LEN] {
     block.first_chunk().expect("a block holds a key")
-}
-
-/// Writes keystream blocks `counter..counter + out.len()` under `key` to `out`: whole
-/// passes of the selected row's kernels, then the `chacha20` crate for the rest.
-#[inline]
-pub(crate) fn write_blocks(key: &[u8; KEY_LEN], counter: u64, out: &mut [Block]) {
-    let row = dispatch::selected();
-    let (counter, out) = if row.passes.is_empty() {
-        (counter, out)
-    } else {
-        let mut words = dispatch::key_words(key);
-        let left = dispatch::with_kernels(row, &words, counter, out);
-        words.zeroize();
-        left
-    };
-    if !out.is_empty() {
-        with_crate(key, counter, out);
-    }
 }
 
 /// The keystream of a direct fill: blocks 16 on under the key in the first 32 bytes of
@@ -101,7 +79,7 @@ fn direct_fill_with_kernel(
         match kernel.refill_and_block.filter(|_| ride) {
             Some(refill_and_block) => {
                 refill_and_block(state, 16 + direct as u64, state, extra);
-                crate::probe::kernel_call(3);
+                crate::probe::kernel_call(1);
             }
             None => {
                 if ride {
@@ -134,34 +112,28 @@ unsafe fn run(
 /// caller's frame and a fill reaches no deeper than its two computations.
 #[inline(always)]
 fn direct_fill_unscrubbed(blocks: &mut [Block; 16], rest: &mut [u8]) {
-    write_bytes_below::<TAIL_BLOCKS>(key_of(&blocks[0]), 16, rest);
+    write_bytes_below(key_of(&blocks[0]), 16, rest);
     refill_below(blocks);
 }
 
-/// Writes the keystream from block `counter` into `out` (any length), where the widest passes
-/// are `N` blocks (8 on rows without kernels): whole passes straight into `out`, the rest via
-/// one pass of scratch, wiped afterwards: one pass of `N` if more than 2 blocks are needed, else the crate (break-even: docs/BENCHMARKS.md).
-/// One frame, so that every path stays within the scrub. Unscrubbed ([`scrub::below`]).
+/// Writes the keystream from block `counter` into `out` (any length): whole blocks straight
+/// into `out`, a partial last one via one block of scratch, wiped afterwards. One frame, so
+/// that every path stays within the scrub. Unscrubbed ([`scrub::below`]).
 #[inline(never)]
-fn write_bytes_below<const N: usize>(key: &[u8; KEY_LEN], counter: u64, out: &mut [u8]) {
+fn write_bytes_below(key: &[u8; KEY_LEN], counter: u64, out: &mut [u8]) {
     if dispatch::selected().path == KeystreamPath::SmallStack {
         small_stack::write(key, counter, out);
         return;
     }
-    let (blocks, _) = out.as_chunks_mut::<BLOCK_LEN>();
-    let whole = blocks.len() - blocks.len() % N;
-    write_blocks(key, counter, &mut blocks[..whole]);
-    let rest = &mut out[whole * BLOCK_LEN..];
+    let (blocks, rest) = out.as_chunks_mut::<BLOCK_LEN>();
+    with_crate(key, counter, blocks);
     if rest.is_empty() {
         return;
     }
-    let counter = counter.wrapping_add(whole as u64);
-    let mut scratch = [[0u8; BLOCK_LEN]; N];
-    let needed = rest.len().div_ceil(BLOCK_LEN);
-    let computed = if needed > 2 { N } else { needed };
-    write_blocks(key, counter, &mut scratch[..computed]);
-    rest.copy_from_slice(&scratch.as_flattened()[..rest.len()]);
-    scratch[..computed].as_flattened_mut().zeroize();
+    let mut scratch = [[0u8; BLOCK_LEN]; 1];
+    with_crate(key, counter.wrapping_add(blocks.len() as u64), &mut scratch);
+    rest.copy_from_slice(&scratch[0][..rest.len()]);
+    scratch.as_flattened_mut().zeroize();
 }
 
 /// Overwrites `blocks` with keystream blocks 0..16 of the key in the first 32 bytes of
@@ -186,18 +158,6 @@ fn refill_below(blocks: &mut [Block; 16]) {
         small_stack::write(&key, 0, blocks.as_flattened_mut());
         key.zeroize();
         return;
-    }
-    let row = dispatch::selected();
-    if !row.passes.is_empty() {
-        let mut words = dispatch::key_words(key_of(&blocks[0]));
-        // Every pass width divides 16 and the counter is 0, so the kernels write all 16
-        // blocks or none; with none, block 0 still holds the key the crate reads below.
-        let left = dispatch::with_kernels(row, &words, 0, blocks).1.len();
-        words.zeroize();
-        debug_assert!(left.is_multiple_of(16), "{left} of 16 blocks left");
-        if left == 0 {
-            return;
-        }
     }
     // The cipher's state is the only copy of the key (zeroized by its `Drop`); the
     // keystream then overwrites the key in place.

@@ -378,9 +378,10 @@ mod tests {
     }
 
     /// Closing reads the directory only up to the first entry never published: the pages past
-    /// it, which the process never touched, take no page fault (the 1024 entries span ten;
-    /// reading them all takes at least eight). The bound, half the directory's pages, leaves
-    /// room for an emulator's own faults on the thread (two natively, four under qemu-user).
+    /// it, which the process never touched, take no page fault (the 1024 entries span ten
+    /// pages, nine on 32-bit targets; reading them all faults on all but the one or two
+    /// touched). The bound, half the directory's pages, leaves room for an emulator's own
+    /// faults on the thread (two natively, four under qemu-user).
     #[cfg(all(any(target_os = "linux", target_os = "android"), not(miri)))]
     #[test]
     fn close_reads_no_entry_past_the_first_never_published() {
@@ -396,7 +397,7 @@ mod tests {
             usage.ru_minflt
         };
         let pages = size_of_val(&POOL.chunks).div_ceil(4096) as libc::c_long;
-        assert!(pages >= 10, "{pages} pages");
+        assert!(pages >= 9, "{pages} pages");
         let lease = POOL.lease().unwrap();
         let before = faults();
         POOL.close();

@@ -69,8 +69,8 @@ pub(crate) fn at(point: Point) {
     let _ = point;
 }
 
-/// Counts a call of keystream kernel `which` on this thread (0: an assembly kernel, 1: a
-/// 4-block pass, 3: a refill with a rider; tests).
+/// Counts a call of an assembly kernel on this thread (`which` 0: blocks, 1: a refill with
+/// a rider; tests).
 #[inline(always)]
 pub(crate) fn kernel_call(which: usize) {
     #[cfg(test)]
@@ -88,10 +88,9 @@ pub(crate) mod hooks {
     use core::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 
     std::thread_local! {
-        /// Kernel calls on this thread: sixteen-block, eight- or four-block, tail, refill with a
-        /// rider.
-        pub(crate) static KERNEL_CALLS: core::cell::Cell<[u64; 4]> =
-            const { core::cell::Cell::new([0; 4]) };
+        /// Assembly kernel calls on this thread: blocks, refill with a rider.
+        pub(crate) static KERNEL_CALLS: core::cell::Cell<[u64; 2]> =
+            const { core::cell::Cell::new([0; 2]) };
     }
 
     /// A thread's state slot as it was released at thread exit.

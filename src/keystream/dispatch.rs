@@ -1,35 +1,10 @@
-//! The kernel table: one row per keystream path with its pass kernels and tail kernel, and
+//! The kernel table: one row per keystream path with its assembly kernel, if any, and
 //! the row this build takes (the widest the CPU has, or the pinned one). CPU features come
 //! from `cpufeatures` (CPUID and XGETBV, cached), which needs no `std`.
 
 use super::path::{KeystreamPath, PINNED};
-use super::{Block, KEY_LEN};
 #[cfg(target_arch = "x86_64")]
 use super::{avx2, avx512, sse2};
-
-/// One of fkrng's pass kernels: whole passes of `lanes` (4) consecutive blocks.
-#[derive(Clone, Copy)]
-pub(super) struct PassKernel {
-    pub(super) lanes: usize,
-    /// Whether this CPU has the kernel's instruction set.
-    detected: fn() -> bool,
-    /// Writes keystream blocks `counter..counter + out.len()` under the key words. Safety:
-    /// only where [`PassKernel::usable`]`(counter, out.len())` holds.
-    pub(super) write: unsafe fn(key: &[u32; 8], counter: u64, out: &mut [Block]),
-}
-
-impl PassKernel {
-    /// Whether the kernel may write `blocks` blocks from `counter` on: a whole, non-zero
-    /// number of passes, no carry out of the low counter word (the kernels add lane offsets
-    /// to word 12 only), and its instruction set present.
-    #[inline(always)]
-    pub(super) fn usable(&self, counter: u64, blocks: usize) -> bool {
-        blocks.is_multiple_of(self.lanes)
-            && blocks > 0
-            && counter.saturating_add(blocks as u64) <= 1 << 32
-            && (self.detected)()
-    }
-}
 
 /// A kernel in assembly that computes every refill and direct fill of its row and writes
 /// nothing but registers and its output (the contract of `avx512::keystream`,
@@ -70,20 +45,15 @@ pub(super) type RefillAndBlock =
 pub(super) struct Row {
     /// The path, as [`keystream_path`] reports it.
     pub(super) path: KeystreamPath,
-    /// Widest first, each covering what it can of what the one before left (the crate does
-    /// the rest). The CPU can take the path if it has the first.
-    pub(super) passes: &'static [PassKernel],
-    /// Where set, computes every refill and direct fill of this row (the fields above unused).
+    /// Where set, computes every refill and direct fill of this row; where not, the
+    /// `chacha20` crate does, and the row runs on any CPU of the target.
     pub(super) kernel: Option<AsmKernel>,
 }
 
 impl Row {
     #[inline(always)]
     fn detected(&self) -> bool {
-        match self.kernel {
-            Some(kernel) => (kernel.detected)(),
-            None => self.passes.first().is_none_or(|kernel| (kernel.detected)()),
-        }
+        self.kernel.is_none_or(|kernel| (kernel.detected)())
     }
 }
 
@@ -98,7 +68,7 @@ const TABLE: &[Row] = &[
             keystream: avx512::keystream,
             refill_and_block: Some(avx512::refill_and_block),
         }),
-        ..row(KeystreamPath::Avx512, &[])
+        ..row(KeystreamPath::Avx512)
     },
     Row {
         kernel: Some(AsmKernel {
@@ -107,16 +77,21 @@ const TABLE: &[Row] = &[
             keystream: avx2::keystream,
             refill_and_block: Some(avx2::refill_and_block),
         }),
-        ..row(KeystreamPath::Avx2, &[])
+        ..row(KeystreamPath::Avx2)
     },
+    // Under Miri, which runs no assembly (and detects no AVX2 or AVX-512F), the crate.
     Row {
-        kernel: Some(AsmKernel {
-            lanes: 3,
-            detected: sse2::detected,
-            keystream: sse2::keystream,
-            refill_and_block: Some(sse2::refill_and_block),
-        }),
-        ..row(KeystreamPath::Portable, &[])
+        kernel: if cfg!(miri) {
+            None
+        } else {
+            Some(AsmKernel {
+                lanes: 3,
+                detected: sse2::detected,
+                keystream: sse2::keystream,
+                refill_and_block: Some(sse2::refill_and_block),
+            })
+        },
+        ..row(KeystreamPath::Portable)
     },
 ];
 /// On AArch64 with NEON, fkrng's NEON kernel in assembly (as `portable`: no pin tells them
@@ -129,22 +104,18 @@ const TABLE: &[Row] = &[Row {
         keystream: super::neon::keystream,
         refill_and_block: None,
     }),
-    ..row(KeystreamPath::Portable, &[])
+    ..row(KeystreamPath::Portable)
 }];
 #[cfg(not(any(
     target_arch = "x86_64",
     all(target_arch = "aarch64", target_feature = "neon")
 )))]
-const TABLE: &[Row] = &[row(KeystreamPath::Portable, &[])];
-/// `small_stack.rs` computes refills and byte fills; direct `write_blocks` calls take the crate.
-const SMALL_STACK: Row = row(KeystreamPath::SmallStack, &[]);
+const TABLE: &[Row] = &[row(KeystreamPath::Portable)];
+/// `small_stack.rs` computes refills and direct fills.
+const SMALL_STACK: Row = row(KeystreamPath::SmallStack);
 
-const fn row(path: KeystreamPath, passes: &'static [PassKernel]) -> Row {
-    Row {
-        path,
-        passes,
-        kernel: None,
-    }
+const fn row(path: KeystreamPath) -> Row {
+    Row { path, kernel: None }
 }
 
 /// The keystream path that refills and direct fills take in this build on this CPU: the
@@ -191,33 +162,4 @@ fn pin_unavailable(pin: KeystreamPath) -> ! {
         "fkrng: built with --cfg fkrng_keystream=\"{pin}\", but this CPU only has the \
          {detected} keystream path; the pin does not fall back"
     )
-}
-
-/// The key as eight little-endian words, the kernels' input.
-#[inline(always)]
-pub(super) fn key_words(key: &[u8; KEY_LEN]) -> [u32; 8] {
-    core::array::from_fn(|i| u32::from_le_bytes(key.as_chunks::<4>().0[i]))
-}
-
-/// Writes the longest prefix of `out` that whole passes of `row`'s kernels can cover;
-/// returns the counter and blocks left for the crate.
-#[inline]
-pub(super) fn with_kernels<'a>(
-    row: &Row,
-    words: &[u32; 8],
-    mut counter: u64,
-    mut out: &'a mut [Block],
-) -> (u64, &'a mut [Block]) {
-    for kernel in row.passes {
-        let whole = out.len() - out.len() % kernel.lanes;
-        if kernel.usable(counter, whole) {
-            let (head, rest) = core::mem::take(&mut out).split_at_mut(whole);
-            // SAFETY: `usable(counter, whole)` holds, and `head` is `whole` blocks long.
-            unsafe { (kernel.write)(words, counter, head) };
-            crate::probe::kernel_call(1);
-            counter += whole as u64;
-            out = rest;
-        }
-    }
-    (counter, out)
 }
