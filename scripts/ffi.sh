@@ -10,6 +10,7 @@
 #     - a thread with a deferred cancel pending calling arc4random (preloaded) and
 #       fkrng_fill at the process's first read, plainly and on the /dev/urandom fallback:
 #       the call returns, and the thread is cancelled at its next cancellation point;
+#       with getrandom failing, arc4random aborts with its message, not cancelled inside;
 #     - every getrandom system call failing (strace fault injection): -1 and EIO, the
 #       buffer untouched, and a one-line message and SIGABRT from the void functions;
 #     - a process that exits while 16 threads read, 8 of them making their first reads;
@@ -125,6 +126,18 @@ for function in arc4random fkrng_fill; do
   LD_PRELOAD=$so strace -f -qq -o /dev/null -e trace=getrandom -e inject=getrandom:error=ENOSYS \
     "$work/cancel_test" "$function"
 done
+# With the OS source failing, arc4random cannot return: the pending cancel must not act
+# inside it either (at a write of the message), so the process aborts with its one line.
+status=0
+LD_PRELOAD=$so strace -f -qq -o /dev/null -e trace=getrandom -e inject=getrandom:error=EIO \
+  "$work/cancel_test" arc4random >/dev/null 2>"$work/cancel_eio.stderr" || status=$?
+if [[ $status -ne 134 ]] || ! grep -qx "fkrng: arc4random: the OS random source failed: Input/output error (os error 5)" \
+  "$work/cancel_eio.stderr"; then
+  cat "$work/cancel_eio.stderr"
+  echo "ffi: FAILED: arc4random with a cancel pending and getrandom failing: exit $status, not an abort with its message" >&2
+  exit 1
+fi
+echo "ffi: arc4random with a cancel pending and getrandom failing: aborted with its message"
 
 echo "-- every getrandom system call failing with EIO (strace -e inject)"
 cc "${cflags[@]}" ffi/tests/c/fail_test.c "$lib/libfkrng_ffi.a" -lpthread -ldl -lm \

@@ -100,10 +100,17 @@ fn abort_with(function: &str, what: &dyn core::fmt::Display) -> ! {
     m.len = m.len.min(m.bytes.len() - 1);
     m.bytes[m.len] = b'\n';
     m.len += 1;
+    // The raw system call, not the C library's `write`: that is a cancellation point, where a
+    // pending `pthread_cancel` would end the thread inside this call instead of the abort.
     // SAFETY: `m.bytes[..m.len]` is initialised and readable; `write` and `abort` have no
     // other preconditions, and a short or failed write changes nothing here.
     unsafe {
-        libc::write(libc::STDERR_FILENO, m.bytes.as_ptr().cast(), m.len);
+        libc::syscall(
+            libc::SYS_write,
+            libc::STDERR_FILENO,
+            m.bytes.as_ptr(),
+            m.len,
+        );
         libc::abort()
     }
 }
