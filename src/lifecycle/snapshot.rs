@@ -18,7 +18,7 @@ pub enum SnapshotProtection {
     /// `ptp_vmclock` driver, a hypervisor that sets `VMCLOCK_FLAG_VM_GEN_COUNTER_PRESENT`):
     /// every thread reseeds before its first output after a restore, with no hook.
     VmGenerationCounter,
-    /// No usable generation counter (no device, no permission, an older hypervisor or
+    /// No usable generation counter (no device, an older hypervisor or
     /// kernel, another OS): only a call of [`crate::reseed_all`] after a restore protects
     /// the clones from replaying each other's stream.
     ManualOnly,
@@ -35,8 +35,8 @@ static PROBE: AtomicU8 = AtomicU8::new(UNKNOWN);
 
 /// The snapshot protection in force for this process's thread-local generators; `None`
 /// until the first thread has seeded (the device is probed then), and while the probe's
-/// answer was one that can change (`EMFILE`, `ENFILE`, `ENOMEM`, `EINTR`, `EAGAIN`: the
-/// next seed probes again). Never fails or panics:
+/// answer was one that can change (no permission, `EACCES` or `EPERM`; `EMFILE`, `ENFILE`,
+/// `ENOMEM`, `EINTR`, `EAGAIN`: the next seed probes again). Never fails or panics:
 /// anything but a usable device on little-endian 64-bit Linux reports
 /// [`SnapshotProtection::ManualOnly`] (docs/SECURITY.md, "VM snapshots").
 pub fn snapshot_protection() -> Option<SnapshotProtection> {

@@ -53,16 +53,16 @@ pub(crate) enum Unusable {
 ))]
 impl Unusable {
     /// Whether the answer holds for the life of the process: no such device (`ENOENT`,
-    /// `ENODEV`, `ENXIO`, `ENOTDIR`, not a character device), no permission (`EACCES`,
-    /// `EPERM`: the device's mode or a sandbox, which a process does not see change, and
-    /// whose refusals an LSM may log), or a device whose page has no valid counter (a
-    /// seqlock that stays odd for [`SEQLOCK_TRIES`] tries included). Anything else
-    /// (`EMFILE`, `ENFILE`, `ENOMEM`, `EINTR`, `EAGAIN`) can change, so the probe is made
-    /// again at the next seed.
+    /// `ENODEV`, `ENXIO`, `ENOTDIR`, not a character device), or a device whose page has no
+    /// valid counter (a seqlock that stays odd for [`SEQLOCK_TRIES`] tries included).
+    /// Anything else can change, so the probe is made again at the next seed: no permission
+    /// (`EACCES`, `EPERM`: a udev rule or an administrator may widen the device's mode, a
+    /// security policy may be reloaded), exhausted descriptors or memory (`EMFILE`, `ENFILE`,
+    /// `ENOMEM`), an interrupted call (`EINTR`, `EAGAIN`).
     pub(crate) fn is_final(&self) -> bool {
-        use libc::{EACCES, ENODEV, ENOENT, ENOTDIR, ENXIO, EPERM};
+        use libc::{ENODEV, ENOENT, ENOTDIR, ENXIO};
         match self {
-            Self::Open(e) => matches!(*e, ENOENT | ENODEV | ENXIO | ENOTDIR | EACCES | EPERM),
+            Self::Open(e) => matches!(*e, ENOENT | ENODEV | ENXIO | ENOTDIR),
             Self::Map(e) => *e == libc::ENODEV,
             Self::NotAPage | Self::BadMagic | Self::BadVersion | Self::TooSmall => true,
             Self::NoCounter | Self::Unsettled => true,

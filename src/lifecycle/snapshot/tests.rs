@@ -38,10 +38,12 @@ fn only_a_character_device_is_mapped_outside_the_test_hooks() {
     assert!(mappable(libc::S_IFCHR | 0o600, 0, page, false));
     assert!(!mappable(libc::S_IFDIR | 0o755, page as i64, page, true));
     // What is final, and what the next seed asks again.
-    for e in [libc::ENOENT, libc::ENODEV, libc::ENXIO, libc::EACCES] {
+    for e in [libc::ENOENT, libc::ENODEV, libc::ENXIO, libc::ENOTDIR] {
         assert!(Unusable::Open(e).is_final(), "errno {e}");
     }
     for e in [
+        libc::EACCES,
+        libc::EPERM,
         libc::EMFILE,
         libc::ENFILE,
         libc::ENOMEM,
