@@ -2,7 +2,7 @@
 //! clocks, CPU random words and counter, the VMClock device): every `libc` call is here.
 
 pub(crate) mod clock;
-pub(crate) mod diversifier;
+pub(crate) mod cpu;
 #[cfg(all(any(target_os = "linux", target_os = "android"), not(miri)))]
 mod entropy;
 #[cfg(all(any(target_os = "linux", target_os = "android"), not(miri)))]

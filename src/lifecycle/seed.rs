@@ -2,7 +2,7 @@
 
 use crate::error::Error;
 use crate::generator::{FkeState, KEY_LEN};
-use crate::os::diversifier::diversifier;
+use crate::lifecycle::diversifier::diversifier;
 use zeroize::Zeroize;
 
 /// A source of seed material: the OS ([`Os`]), or a test's failures and known values.

@@ -1,6 +1,6 @@
 //! The monotonic clock of the reseed schedule, in nanoseconds: Linux's
 //! `CLOCK_MONOTONIC_COARSE` (ms resolution), else `Instant` since the first call; 0 on
-//! WebAssembly without an OS (only bytes then reseed).
+//! WebAssembly without an OS (only bytes then reseed). And the clocks the diversifier mixes in.
 
 cfg_if::cfg_if! {
     if #[cfg(any(target_os = "linux", target_os = "android"))] {
@@ -24,4 +24,23 @@ cfg_if::cfg_if! {
             u64::try_from(base.elapsed().as_nanos()).unwrap_or(u64::MAX)
         }
     }
+}
+
+/// The monotonic and real-time clocks in nanoseconds, combined (0 where there are none).
+pub(crate) fn clocks() -> u64 {
+    #[cfg(all(any(unix, target_os = "wasi"), not(miri)))]
+    {
+        let read = |clock| {
+            // SAFETY: `timespec` is plain data, valid all-zero.
+            let mut ts: libc::timespec = unsafe { core::mem::zeroed() };
+            // SAFETY: writes only to `ts`, which stays zero on failure.
+            unsafe { libc::clock_gettime(clock, &mut ts) };
+            (ts.tv_sec as u64)
+                .wrapping_mul(1_000_000_000)
+                .wrapping_add(ts.tv_nsec as u64)
+        };
+        read(libc::CLOCK_MONOTONIC) ^ read(libc::CLOCK_REALTIME).rotate_left(32)
+    }
+    #[cfg(not(all(any(unix, target_os = "wasi"), not(miri))))]
+    0
 }

@@ -287,7 +287,7 @@ fn reseed_mixes_the_key_and_discards_the_buffer() {
     let s = [0xc3; KEY_LEN];
     let mut os = FakeEntropy::fixed(s, 7);
     a.reseed(&mut os, &clock).unwrap();
-    let d = crate::os::diversifier::LAST.get();
+    let d = crate::lifecycle::diversifier::LAST.get();
     let mixed: Vec<u8> = (0..KEY_LEN).map(|i| key_before[i] ^ s[i] ^ d[i]).collect();
     assert_eq!(a.fke.key()[..], mixed[..], "K = K XOR S XOR D");
     assert_eq!(a.fke.available(), 0);
