@@ -82,7 +82,6 @@ pub(crate) fn release<W: Word>(words: &[W], i: usize) {
 
 /// Claims every slot of a chunk of `slots` slots at once if none is claimed: `true`, and no slot
 /// of it is leased again (until a forked child's [`reset`]); `false`, the claims unchanged.
-#[cfg(all(any(target_os = "linux", target_os = "android"), not(miri)))]
 pub(crate) fn seal<W: Word>(words: &[W], slots: usize) -> bool {
     let seal = |w: usize| loop {
         match words[w].claim_weak(0, mask(slots, w)) {

@@ -1,6 +1,4 @@
 //! The error type of the OS-backed API.
-// The kernel source's errors are made on Linux and Android only, and not under Miri.
-#![cfg_attr(any(miri, not(target_os = "linux")), allow(dead_code))]
 
 use core::fmt;
 
@@ -20,12 +18,15 @@ enum Kind {
     /// The `getrandom` crate (the OS source outside Linux and Android) failed.
     Os(getrandom::Error),
     /// The kernel's source failed with this `errno` (Linux and Android).
+    #[allow(dead_code)] // made only by the kernel source, `os::entropy` (Linux and Android)
     Errno(i32),
     /// The source reported success but delivered 32 zero bytes: no entropy was received.
     AllZero,
     /// The source reported more bytes than were asked for, or none.
+    #[allow(dead_code)] // as `Errno`
     BadLength,
     /// `/dev/urandom` did not open the kernel's random character device.
+    #[allow(dead_code)] // as `Errno`
     NotRandomDevice,
     /// `pthread_atfork` failed with this `errno`: a forked child could not be told to reseed.
     ForkHandler(i32),
@@ -33,10 +34,13 @@ enum Kind {
 
 impl Error {
     pub(crate) const ALL_ZERO: Error = Error(Kind::AllZero);
+    #[allow(dead_code)] // as `Kind::Errno`
     pub(crate) const BAD_LENGTH: Error = Error(Kind::BadLength);
+    #[allow(dead_code)] // as `Kind::Errno`
     pub(crate) const NOT_RANDOM_DEVICE: Error = Error(Kind::NotRandomDevice);
 
     /// The kernel source's failure with `errno` `code`.
+    #[allow(dead_code)] // as `Kind::Errno`
     pub(crate) const fn from_errno(code: i32) -> Error {
         Error(Kind::Errno(code))
     }

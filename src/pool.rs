@@ -25,7 +25,7 @@ use core::sync::atomic::{AtomicPtr, AtomicUsize};
 /// Bytes of one chunk: 256 KiB on Linux and Android (64 pages of 4 KiB, one mapping), 64
 /// KiB on the heap elsewhere (and under Miri). At least one page.
 pub(crate) const CHUNK_LEN: usize = if MAPPED { 256 << 10 } else { 64 << 10 };
-const MAPPED: bool = cfg!(any(target_os = "linux", target_os = "android")) && !cfg!(miri);
+const MAPPED: bool = os::MAPPED;
 
 /// Chunks a pool holds at most: 1024 (196,608 thread states with 4 KiB pages).
 pub(crate) const MAX_CHUNKS: usize = 1024;
@@ -71,7 +71,6 @@ impl Geometry {
     }
 
     /// The slot at `offset` from a chunk's start, if a slot starts there.
-    #[cfg_attr(any(not(unix), miri), allow(dead_code))] // used by the fork child handler
     fn index(&self, offset: usize) -> Option<usize> {
         let (unit, within) = (offset / self.unit, offset % self.unit);
         let i = unit * self.per_unit + within / self.stride;
@@ -165,15 +164,13 @@ impl<T> StatePool<T> {
         let (p, len, wiped) = os::map(chunk_layout(g), self.advice)?;
         debug_assert_eq!(len, g.len);
         // Only the claim words order the slots' owners: helgrind and DRD would see races.
-        #[cfg(all(target_os = "linux", target_arch = "x86_64", not(miri)))]
-        crate::os::valgrind::untrack(p.as_ptr(), len);
+        crate::os::untrack(p.as_ptr(), len);
         note_advice(self.advice, wiped);
         Some(p)
     }
 
     /// Unmaps every chunk with no slot leased, sealed first so that no lease takes it again; a
     /// chunk with a leased slot stays. At unload or exit, while other threads may still lease.
-    #[cfg(all(any(target_os = "linux", target_os = "android"), not(miri)))]
     pub(crate) fn close(&self) {
         use core::sync::atomic::Ordering::Release;
         let g = Self::geometry();
@@ -197,7 +194,6 @@ impl<T> StatePool<T> {
 
     /// In a forked child (the child handler): every slot's claim cleared but `keep`'s (the
     /// forking thread's slot, when it has one). Async-signal-safe: atomic loads and stores.
-    #[cfg_attr(any(not(unix), miri), allow(dead_code))] // no fork handler there
     pub(crate) fn reset_after_fork(&self, keep: Option<*const T>) {
         let g = Self::geometry();
         for chunk in &self.chunks {

@@ -281,31 +281,15 @@ fn circles(edges: &BTreeMap<String, BTreeSet<String>>) -> Vec<BTreeSet<String>> 
     out
 }
 
-#[test]
-fn imports_point_down_the_declared_layers() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let src = root.join("src");
-    let design = std::fs::read_to_string(root.join("docs/DESIGN.md")).expect("docs/DESIGN.md");
-    let line = design
-        .lines()
-        .find_map(|l| {
-            l.trim_matches(['`', ' '])
-                .strip_prefix("Layers (top to bottom):")
-        })
-        .expect("DESIGN.md declares 'Layers (top to bottom): ...'");
-    let mut layer = BTreeMap::new();
-    for (i, slot) in line.trim_matches(['`', ' ', '.']).split(',').enumerate() {
-        for m in slot.split('+') {
-            layer.insert(m.trim().to_owned(), i);
-        }
-    }
-
+/// Every file of `src/`, its module, and whether it is test-only (a `tests.rs` file, or a module
+/// declared under a test cfg, or inside one).
+fn sources(src: &Path) -> Vec<File> {
     let mut list = Vec::new();
-    rust_files(&src, &mut list);
+    rust_files(src, &mut list);
     let mut files: Vec<File> = Vec::new();
     let mut test_decls: BTreeSet<Module> = BTreeSet::new();
     for path in &list {
-        let module = module_of(path, &src);
+        let module = module_of(path, src);
         let raw = std::fs::read_to_string(path).expect("a source file");
         // Modules declared under a test cfg: `#[cfg(...test...)] mod name;`.
         for (at, _) in raw.match_indices("mod ") {
@@ -347,6 +331,29 @@ fn imports_point_down_the_declared_layers() {
             f.test_only = true;
         }
     }
+    files
+}
+
+#[test]
+fn imports_point_down_the_declared_layers() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let src = root.join("src");
+    let design = std::fs::read_to_string(root.join("docs/DESIGN.md")).expect("docs/DESIGN.md");
+    let line = design
+        .lines()
+        .find_map(|l| {
+            l.trim_matches(['`', ' '])
+                .strip_prefix("Layers (top to bottom):")
+        })
+        .expect("DESIGN.md declares 'Layers (top to bottom): ...'");
+    let mut layer = BTreeMap::new();
+    for (i, slot) in line.trim_matches(['`', ' ', '.']).split(',').enumerate() {
+        for m in slot.split('+') {
+            layer.insert(m.trim().to_owned(), i);
+        }
+    }
+
+    let files = sources(&src);
     let known: BTreeSet<Module> = files.iter().map(|f| f.module.clone()).collect();
     let is_test = |m: &Module| files.iter().any(|f| &f.module == m && f.test_only);
 
@@ -419,5 +426,42 @@ fn imports_point_down_the_declared_layers() {
     assert!(
         into_tests.is_empty(),
         "production imports of test-only code: {into_tests:?}"
+    );
+}
+
+/// The platform is chosen in the OS seam: outside `src/os` at most two production files name an
+/// operating system or family in a `cfg` (or a path under `std::os`), so that a platform's
+/// differences stay in one place (the one `cfg_if!` of `src/os.rs`).
+#[test]
+fn operating_systems_are_chosen_under_src_os() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let names = ["target_os", "target_family", "unix", "windows"];
+    let mut choosing = Vec::new();
+    for f in sources(&src) {
+        if f.test_only || f.module.first().is_some_and(|m| m == "os") {
+            continue;
+        }
+        let production = strip_test_blocks(&strip_comments(&f.text));
+        let names_os = production.lines().any(|line| {
+            line.contains("cfg")
+                && names.iter().any(|n| {
+                    line.match_indices(n).any(|(at, _)| {
+                        let before = line[..at].chars().next_back();
+                        let after = line[at + n.len()..].chars().next();
+                        let ident =
+                            |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+                        !ident(before) && !ident(after)
+                    })
+                })
+                || line.contains("std::os::")
+        });
+        if names_os {
+            choosing.push(name(&f.module));
+        }
+    }
+    println!("layers: files outside src/os that choose by operating system: {choosing:?}");
+    assert!(
+        choosing.len() <= 2,
+        "more than two production files outside src/os choose by operating system: {choosing:?}"
     );
 }

@@ -117,19 +117,19 @@ pub enum ForkProtection {
 /// `/proc/self/smaps` (0.1 ms to some milliseconds: docs/SECURITY.md); an emulator that
 /// ignores the advice, or an unreadable `/proc`, gives `AtforkEpoch`. Later calls are a load.
 pub fn fork_protection() -> Option<ForkProtection> {
-    let unix = cfg!(all(unix, not(miri)));
-    protection(pages::wipe_on_fork(), HANDLERS.load(Relaxed), unix)
+    protection(pages::wipe_on_fork(), HANDLERS.load(Relaxed), os::FORKS)
 }
 
 /// [`fork_protection`] from the wipe-on-fork finding, the handlers' registration and whether
-/// this is Unix (parameters, so that other systems' answers are tested on Linux too).
-fn protection(wipe_on_fork: u8, handlers: u8, unix: bool) -> Option<ForkProtection> {
-    if unix && handlers != HANDLERS_REGISTERED {
+/// the OS forks ([`os::FORKS`]; parameters, so that other systems' answers are tested on Linux
+/// too).
+fn protection(wipe_on_fork: u8, handlers: u8, forks: bool) -> Option<ForkProtection> {
+    if forks && handlers != HANDLERS_REGISTERED {
         return None;
     }
     match wipe_on_fork {
         HONOURED => Some(ForkProtection::WipeOnFork),
-        NOT_HONOURED if unix => Some(ForkProtection::AtforkEpoch),
+        NOT_HONOURED if forks => Some(ForkProtection::AtforkEpoch),
         NOT_HONOURED => Some(ForkProtection::None),
         _ => None,
     }
@@ -224,10 +224,10 @@ mod tests {
     /// What `fork_protection` reports on Unix and non-Unix systems for each finding.
     #[test]
     fn fork_protection_per_system() {
-        for unix in [true, false] {
-            assert_eq!(protection(UNKNOWN, HANDLERS_REGISTERED, unix), None);
+        for forks in [true, false] {
+            assert_eq!(protection(UNKNOWN, HANDLERS_REGISTERED, forks), None);
             assert_eq!(
-                protection(HONOURED, HANDLERS_REGISTERED, unix),
+                protection(HONOURED, HANDLERS_REGISTERED, forks),
                 Some(ForkProtection::WipeOnFork)
             );
         }

@@ -128,35 +128,14 @@ pub(crate) static STAND_IN: std::sync::OnceLock<(std::ffi::OsString, bool)> =
 #[cfg(any(test, fkrng_test_hooks))]
 pub(crate) static DEVICE_COUNTER: AtomicPtr<AtomicU64> = AtomicPtr::new(core::ptr::null_mut());
 
-// The device is mapped on little-endian 64-bit Linux only; elsewhere the protection is manual.
-cfg_if::cfg_if! {
-    if #[cfg(all(
-        target_os = "linux", target_endian = "little", target_pointer_width = "64", not(miri)
-    ))] {
-        #[cfg(all(test, fkrng_test_hooks))]
-        mod tests;
+#[cfg(all(test, fkrng_test_hooks))]
+mod tests;
 
-        /// The device node of the first VMClock device.
-        const DEVICE: &core::ffi::CStr = c"/dev/vmclock0";
-
-        /// The mapped device page, or whether its absence is final.
-        fn map_device() -> Result<Region, bool> {
-            #[cfg(any(test, fkrng_test_hooks))]
-            if let Some((path, must_map)) = STAND_IN.get() {
-                use std::os::unix::ffi::OsStrExt;
-                let path = std::ffi::CString::new(path.as_bytes()).map_err(|_| true)?;
-                let mapped = crate::os::vmclock::map(&path, true);
-                if let (Err(why), true) = (&mapped, must_map) {
-                    std::eprintln!("fkrng test hooks: the stand-in was refused: {why:?}");
-                    std::process::abort();
-                }
-                return mapped.map_err(|why| why.is_final());
-            }
-            crate::os::vmclock::map(DEVICE, false).map_err(|why| why.is_final())
-        }
-    } else {
-        fn map_device() -> Result<Region, bool> {
-            Err(true)
-        }
+/// The mapped device page (or the test hooks' stand-in), or whether its absence is final.
+fn map_device() -> Result<Region, bool> {
+    #[cfg(any(test, fkrng_test_hooks))]
+    if let Some((path, must_map)) = STAND_IN.get() {
+        return crate::os::vmclock::map_stand_in(path, *must_map);
     }
+    crate::os::vmclock::map_device()
 }

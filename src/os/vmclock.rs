@@ -122,6 +122,46 @@ pub(crate) fn map(path: &core::ffi::CStr, stand_in: bool) -> Result<Region, Unus
     valid.map(|()| region)
 }
 
+cfg_if::cfg_if! {
+    if #[cfg(all(
+        target_os = "linux", target_endian = "little", target_pointer_width = "64", not(miri)
+    ))] {
+        /// The device node of the first VMClock device.
+        const DEVICE: &core::ffi::CStr = c"/dev/vmclock0";
+
+        /// The first VMClock device's page, mapped ([`map`]), or whether its absence is final
+        /// ([`Unusable::is_final`]).
+        pub(crate) fn map_device() -> Result<Region, bool> {
+            map(DEVICE, false).map_err(|why| why.is_final())
+        }
+
+        /// As [`map_device`], for the test hooks' stand-in file at `path` (a regular file is
+        /// accepted); with `must_map`, a refusal aborts the process with its reason.
+        #[cfg(any(test, fkrng_test_hooks))]
+        pub(crate) fn map_stand_in(path: &std::ffi::OsStr, must_map: bool) -> Result<Region, bool> {
+            use std::os::unix::ffi::OsStrExt;
+            let path = std::ffi::CString::new(path.as_bytes()).map_err(|_| true)?;
+            let mapped = map(&path, true);
+            if let (Err(why), true) = (&mapped, must_map) {
+                std::eprintln!("fkrng test hooks: the stand-in was refused: {why:?}");
+                std::process::abort();
+            }
+            mapped.map_err(|why| why.is_final())
+        }
+    } else {
+        /// No device here: the answer is final (the protection is manual).
+        pub(crate) fn map_device() -> Result<Region, bool> {
+            Err(true)
+        }
+
+        /// As [`map_device`].
+        #[cfg(any(test, fkrng_test_hooks))]
+        pub(crate) fn map_stand_in(_: &std::ffi::OsStr, _: bool) -> Result<Region, bool> {
+            Err(true)
+        }
+    }
+}
+
 /// A mapped VMClock page (the device, or a stand-in file in tests).
 #[derive(Clone, Copy)]
 pub(crate) struct Region(pub(crate) *const u8);

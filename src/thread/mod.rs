@@ -8,8 +8,6 @@ pub(crate) mod hooks;
 mod state;
 #[cfg(test)]
 mod tests;
-#[cfg(all(any(target_os = "linux", target_os = "android"), not(miri)))]
-mod unload;
 
 use crate::error::Error;
 use crate::lifecycle::one_off::one_off_fill;
@@ -51,7 +49,6 @@ impl Owner {
         compiler_fence(Ordering::SeqCst);
         // The thread-exit key has nothing left to do: the C library then calls no code of this
         // copy after the thread-local destructors, when a `dlclose` may have unmapped it.
-        #[cfg(all(unix, not(miri)))]
         crate::os::thread_exit::disarm();
         #[cfg(test)]
         tests::record_release(&lease);
@@ -67,7 +64,6 @@ impl Drop for Owner {
 
 /// The thread-exit key's destructor ([`crate::os::thread_exit`]): releases the slot of a
 /// thread whose first read came after its thread-local destructors; otherwise a no-op.
-#[cfg(all(unix, not(miri)))]
 unsafe extern "C" fn release_at_exit(_: *mut core::ffi::c_void) {
     let _ = OWNER.try_with(Owner::release);
 }
@@ -98,8 +94,13 @@ extern "C" fn atfork_child() {
     #[cfg(test)]
     hooks::STATES_WITHOUT_WIPE_ON_FORK.reset_after_fork(keep);
     // The vDSO states' claims, kept if this thread forked during a lease of its own.
-    #[cfg(all(target_os = "linux", target_arch = "x86_64", not(miri)))]
-    crate::os::vdso::reset_after_fork();
+    crate::os::reset_after_fork();
+}
+
+/// What the thread states give back at this copy's unload or the process's exit
+/// ([`crate::os::at_unload`]): the chunks no thread holds.
+fn close_states() {
+    STATES.close();
 }
 
 /// Registers the process's fork handlers, with [`atfork_child`] as the child's.
@@ -228,8 +229,8 @@ pub(crate) fn set_up(
         return Ok(None);
     }
     // Releases the slot where `OWNER`'s destructor never runs (a first read in a key destructor).
-    #[cfg(all(unix, not(miri)))]
     crate::os::thread_exit::arm(release_at_exit);
+    crate::os::at_unload(close_states);
     set_slot(p);
     Ok(Some(p))
 }

@@ -4,6 +4,9 @@ use super::Advice;
 use core::alloc::Layout;
 use core::ptr::NonNull;
 
+/// Chunks are page mappings of their own, advised (not heap allocations).
+pub(crate) const MAPPED: bool = true;
+
 /// Maps zeroed pages for `layout` with `advice`: the address, the mapping's length, and
 /// whether `MADV_WIPEONFORK` was accepted. `None` when `mmap` fails.
 pub(crate) fn map(layout: Layout, advice: Advice) -> Option<(NonNull<u8>, usize, bool)> {

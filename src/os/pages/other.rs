@@ -10,6 +10,9 @@ use super::Advice;
 use core::alloc::Layout;
 use core::ptr::NonNull;
 
+/// Chunks are heap allocations here, not page mappings.
+pub(crate) const MAPPED: bool = false;
+
 /// A zeroed allocation for `layout`: address, size, `false` (no wipe-on-fork); `None` if refused.
 ///
 /// # Panics
