@@ -66,24 +66,20 @@ pub(crate) fn fill_new_thread(dest: &mut [u8], epoch: u64) -> Result<(), Error> 
 /// before that (`vdso::prepare`). Elsewhere, and under Miri, the `getrandom` crate.
 fn source(dest: &mut [u8], new_thread: Option<u64>) -> Result<(), Error> {
     crate::probe::count(crate::probe::Event::OsRead);
+    #[cfg(all(target_os = "linux", target_arch = "x86_64", not(miri)))]
+    if let Some(epoch) = new_thread {
+        if entropy::SYSCALL_ANSWERED.load(core::sync::atomic::Ordering::Relaxed) {
+            return entropy::or_device(dest, |dest| {
+                vdso::fill(dest, epoch).unwrap_or_else(|| entropy::fill_by_syscall(dest))
+            });
+        }
+        vdso::prepare();
+    }
+    let _ = new_thread;
     cfg_if::cfg_if! {
-        if #[cfg(all(target_os = "linux", target_arch = "x86_64", not(miri)))] {
-            let answered = entropy::SYSCALL_ANSWERED.load(core::sync::atomic::Ordering::Relaxed);
-            match new_thread {
-                Some(epoch) if answered => entropy::or_device(dest, |dest| {
-                    vdso::fill(dest, epoch).unwrap_or_else(|| entropy::fill_by_syscall(dest))
-                }),
-                Some(_) => {
-                    vdso::prepare();
-                    entropy::or_device(dest, entropy::fill_by_syscall)
-                }
-                None => entropy::or_device(dest, entropy::fill_by_syscall),
-            }
-        } else if #[cfg(all(any(target_os = "linux", target_os = "android"), not(miri)))] {
-            let _ = new_thread;
+        if #[cfg(all(any(target_os = "linux", target_os = "android"), not(miri)))] {
             entropy::or_device(dest, entropy::fill_by_syscall)
         } else {
-            let _ = new_thread;
             getrandom::fill(dest).map_err(Error::from)
         }
     }
