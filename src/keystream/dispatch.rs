@@ -12,7 +12,7 @@ use super::{avx2, avx512, sse2};
 /// needs no scrub.
 #[derive(Clone, Copy)]
 pub(super) struct AsmKernel {
-    /// Blocks per pass (16, 8, 4 or 3).
+    /// Blocks per pass (16, 8 or 4).
     pub(super) lanes: usize,
     /// Whether this CPU has the kernel's instruction set.
     detected: fn() -> bool,
@@ -85,7 +85,7 @@ const TABLE: &[Row] = &[
             None
         } else {
             Some(AsmKernel {
-                lanes: 3,
+                lanes: 4,
                 detected: sse2::detected,
                 keystream: sse2::keystream,
                 refill_and_block: Some(sse2::refill_and_block),

@@ -15,8 +15,8 @@ pub enum KeystreamPath {
     /// block count), on x86-64 CPUs with AVX2 but not AVX-512F, in every build: it writes no
     /// stack.
     Avx2,
-    /// On x86-64 CPUs without AVX2, fkrng's SSE2 kernel in assembly (3-block, 192-byte
-    /// groups and a last group of one or two blocks); on AArch64, fkrng's NEON kernel in
+    /// On x86-64 CPUs without AVX2, fkrng's SSE2 kernel in assembly (4-block, 256-byte
+    /// groups and a group of the one to three blocks left over); on AArch64, fkrng's NEON kernel in
     /// assembly (both in every build: they write no stack); on other targets the crate alone.
     Portable,
     /// fkrng's one-block plain-Rust ChaCha20 (`keystream/small_stack.rs`), on CPUs and
