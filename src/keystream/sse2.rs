@@ -314,9 +314,9 @@ pub(super) unsafe extern "sysv64" fn keystream(
 
 /// Writes keystream blocks 0..16 under the key at `key` to `refill[.. 1024]` (it may start
 /// at `key`) and block `counter` (any 64-bit counter) to `extra[.. 64]`: first the extra
-/// block alone (the key read before anything is stored), then four groups of four as in
-/// [`keystream`]. The contract of [`keystream`] holds, with `refill` and `extra` the
-/// outputs.
+/// block beside block 15 and then blocks 12-14, one row per register (the key read before
+/// anything is stored), then blocks 0-11 in groups of four as in [`keystream`]. The
+/// contract of [`keystream`] holds, with `refill` and `extra` the outputs.
 ///
 /// # Safety
 /// `key` readable for 32 bytes, `refill` writable for 1024 bytes and starting at `key` or
@@ -329,11 +329,18 @@ pub(super) unsafe extern "sysv64" fn refill_and_block(
     refill: *mut u8,
     extra: *mut u8,
 ) {
-    // As `keystream`, and rcx: `extra`, then groups of four left.
+    // As `keystream`, and rcx: `extra`, then groups of four left; r11: block 15's counter.
     core::arch::naked_asm!(
         load_key!(),
-        group!((0, 1, 2, 3; "rsi"; "rcx")),
-        "mov esi, 16\nadd rdx, 1024\nmov ecx, 4",
+        "mov r11d, 15",
+        group!((0, 1, 2, 3; "r11"; "rdx + 960"), (4, 5, 6, 7; "rsi"; "rcx")),
+        "xor esi, esi",
+        group!(
+            (0, 1, 2, 3; "rsi + 12"; "rdx + 768"),
+            (4, 5, 6, 7; "rsi + 13"; "rdx + 832"),
+            (8, 9, 10, 11; "rsi + 14"; "rdx + 896")
+        ),
+        "mov esi, 12\nadd rdx, 768\nmov ecx, 3",
         "2:\nsub rsi, 4\nsub rdx, 256",
         group_of_four!(),
         "dec ecx\njnz 2b",
