@@ -3,12 +3,12 @@
 //! xmm register. Words 0-7 and 12-15 stay in xmm0-xmm7 and xmm12-xmm15; of words 8-11 two
 //! are in xmm8-xmm9 or xmm10-xmm11 and the other two in the last 32 bytes of the group's
 //! own output (its "slots"), the pair swapped twice a double round; the two registers left
-//! are scratch. The one to three blocks left over go in a group with one block in four
-//! registers, row `r` (words `4r..4r + 4`) in `xmm<4j + r>` for block `j`, the key's two rows
-//! in xmm12-xmm13 and xmm14-xmm15 free for the rotations; the columns of such a block are
-//! its rows' lanes and `pshufd` turns its diagonals into columns and back. Every write lands
-//! in a register or in the output, so no build of this crate leaves a key-derived word on
-//! the stack.
+//! are scratch. The one to three blocks left over (and `refill_and_block`'s blocks 12-15
+//! with its extra block) go in groups with one block in four registers, row `r` (words
+//! `4r..4r + 4`) in `xmm<4j + r>` for block `j`, the key's two rows in xmm12-xmm13 and
+//! xmm14-xmm15 free for the rotations; the columns of such a block are its rows' lanes and
+//! `pshufd` turns its diagonals into columns and back. Every write lands in a register or in
+//! the output, so no build of this crate leaves a key-derived word on the stack.
 
 /// Always (SSE2 is in the x86-64 baseline), except under Miri, which runs no assembly.
 #[inline(always)]
