@@ -127,6 +127,17 @@ macro_rules! group {
     };
 }
 
+/// Blocks `rsi`, `rsi + 1`, `rsi + 2`, one row per register, into `rdx[.. 192]`.
+macro_rules! group_of_three {
+    () => {
+        group!(
+            (0, 1, 2, 3; "rsi"; "rdx"),
+            (4, 5, 6, 7; "rsi + 1"; "rdx + 64"),
+            (8, 9, 10, 11; "rsi + 2"; "rdx + 128")
+        )
+    };
+}
+
 /// Lane j's counter `rsi + j` (64 bits, wrapping) for a word-sliced group: its low word
 /// into `xmm<lo>`, -1 into `xmm<carry>` where that low word wrapped (else 0), and the high
 /// word of `rsi` into r9d. SSE2 compares signed only, so both sides of the unsigned
@@ -293,11 +304,7 @@ pub(super) unsafe extern "sysv64" fn keystream(
         "mov r10, rcx\nshr r10, 2\nand ecx, 3\nmov r11, r10\nshl r11, 2\nadd rsi, r11",
         "shl r11, 6\nadd rdx, r11",
         "test ecx, ecx\njz 5f\ncmp ecx, 2\nje 6f\njb 7f",
-        group!(
-            (0, 1, 2, 3; "rsi"; "rdx"),
-            (4, 5, 6, 7; "rsi + 1"; "rdx + 64"),
-            (8, 9, 10, 11; "rsi + 2"; "rdx + 128")
-        ),
+        group_of_three!(),
         "jmp 5f\n6:",
         group!((0, 1, 2, 3; "rsi"; "rdx"), (4, 5, 6, 7; "rsi + 1"; "rdx + 64")),
         "jmp 5f\n7:",
@@ -334,13 +341,9 @@ pub(super) unsafe extern "sysv64" fn refill_and_block(
         load_key!(),
         "mov r11d, 15",
         group!((0, 1, 2, 3; "r11"; "rdx + 960"), (4, 5, 6, 7; "rsi"; "rcx")),
-        "xor esi, esi",
-        group!(
-            (0, 1, 2, 3; "rsi + 12"; "rdx + 768"),
-            (4, 5, 6, 7; "rsi + 13"; "rdx + 832"),
-            (8, 9, 10, 11; "rsi + 14"; "rdx + 896")
-        ),
-        "mov esi, 12\nadd rdx, 768\nmov ecx, 3",
+        "mov esi, 12\nadd rdx, 768",
+        group_of_three!(),
+        "mov ecx, 3",
         "2:\nsub rsi, 4\nsub rdx, 256",
         group_of_four!(),
         "dec ecx\njnz 2b",
