@@ -5,12 +5,10 @@
 //! the two registers left are scratch. Every write lands in a register or in the output, so
 //! no build of this crate leaves a key-derived word on the stack.
 
-cpufeatures::new!(cpuid_avx2, "avx2");
-
 /// Whether this CPU has AVX2 and the OS saves its registers: all the kernel needs.
 #[inline(always)]
 pub(super) fn detected() -> bool {
-    cpuid_avx2::get()
+    crate::os::cpu::has(crate::os::cpu::x86::AVX2)
 }
 
 /// Lane offsets 0..8 (bytes 0..32), the `vpshufb` tables that rotate each word left by 16

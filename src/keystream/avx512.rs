@@ -4,12 +4,10 @@
 //! Nothing is spilled: every write lands in a register or in `out`, so no build of this
 //! crate (any optimisation level, debug or release) leaves a key-derived word on the stack.
 
-cpufeatures::new!(cpuid_avx512f, "avx512f");
-
 /// Whether this CPU has AVX-512F and the OS saves its registers: all the kernel needs.
 #[inline(always)]
 pub(super) fn detected() -> bool {
-    cpuid_avx512f::get()
+    crate::os::cpu::has(crate::os::cpu::x86::AVX512F)
 }
 
 /// Lane offsets 0..16 (bytes 0..64), then 1 (64), then "expand 32-byte k" (68..84).

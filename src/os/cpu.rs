@@ -1,5 +1,6 @@
-//! What the CPU gives the diversifier ([`crate::lifecycle::diversifier`]): its cycle counter
-//! and words of its random-number generator, read directly (no system call).
+//! What the CPU gives: to the diversifier ([`crate::lifecycle::diversifier`]) its cycle
+//! counter and words of its random-number generator, read directly (no system call); to the
+//! keystream paths, its x86-64 features ([`has`]).
 
 /// The CPU's cycle counter (x86-64 `RDTSC`, AArch64 `CNTVCT_EL0`), or 0 where none is read.
 pub(crate) fn cycle_counter() -> u64 {
@@ -17,12 +18,72 @@ pub(crate) fn cycle_counter() -> u64 {
     0
 }
 
+/// x86-64 features, as bits for [`has`]: AVX2 and AVX-512F count only when the OS saves
+/// their registers (XCR0, read with `XGETBV`).
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod x86 {
+    pub(crate) const AVX2: u8 = 1;
+    pub(crate) const AVX512F: u8 = 2;
+    pub(crate) const RDRAND: u8 = 4;
+    pub(crate) const RDSEED: u8 = 8;
+    /// Set with the others once the CPU has been asked.
+    pub(super) const KNOWN: u8 = 0x80;
+}
+
+/// The bits of one pass of `CPUID` (two leaves: each `CPUID` exits to a hypervisor), or 0
+/// before it. Relaxed: every thread that asks stores the same byte.
+#[cfg(target_arch = "x86_64")]
+static FEATURES: core::sync::atomic::AtomicU8 = core::sync::atomic::AtomicU8::new(0);
+
+/// Whether this CPU has every feature in `bits` ([`x86`]); asks it at the first call.
+/// Under Miri, which emulates none, never.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+pub(crate) fn has(bits: u8) -> bool {
+    use core::sync::atomic::Ordering::Relaxed;
+    let mut known = FEATURES.load(Relaxed);
+    if known == 0 {
+        known = detect();
+        FEATURES.store(known, Relaxed);
+    }
+    known & bits == bits
+}
+
+/// The [`x86`] bits of this CPU, with `KNOWN`. Bit positions: Intel SDM vol. 2A, `CPUID`
+/// (leaf 7 is read without checking the highest leaf, as `cpufeatures` and `chacha20` do).
+#[cfg(target_arch = "x86_64")]
+#[cold]
+fn detect() -> u8 {
+    use core::arch::x86_64::{__cpuid, __cpuid_count, _xgetbv};
+    if cfg!(miri) {
+        return x86::KNOWN;
+    }
+    let bit = |word: u32, n: u32| word & (1 << n) != 0;
+    // SAFETY: `CPUID` exists on every x86-64 CPU and writes only its result registers
+    // (a safe function in newer compilers, `unsafe` in those `rust-version` allows).
+    #[allow(unused_unsafe)]
+    let (leaf1, leaf7) = unsafe { (__cpuid(1), __cpuid_count(7, 0)) };
+    // XCR0 is readable once the OS has enabled XSAVE (leaf 1 ECX: XSAVE bit 26, OSXSAVE 27).
+    let xcr0 = if bit(leaf1.ecx, 26) && bit(leaf1.ecx, 27) {
+        // SAFETY: XSAVE is enabled (checked above), so `XGETBV` with ECX = 0 does not fault.
+        unsafe { _xgetbv(0) }
+    } else {
+        0
+    };
+    // AVX2: leaf 7 EBX bit 5 with AVX (leaf 1 ECX bit 28) and the YMM state (XCR0 bits 1-2);
+    // AVX-512F: leaf 7 EBX bit 16 with the ZMM state (bits 1-2, 5-7); RDRAND: leaf 1 ECX
+    // bit 30; RDSEED: leaf 7 EBX bit 18.
+    let avx2 = xcr0 & 0b110 == 0b110 && bit(leaf1.ecx, 28) && bit(leaf7.ebx, 5);
+    let avx512f = xcr0 & 0b1110_0110 == 0b1110_0110 && bit(leaf7.ebx, 16);
+    x86::KNOWN
+        | u8::from(avx2) * x86::AVX2
+        | u8::from(avx512f) * x86::AVX512F
+        | u8::from(bit(leaf1.ecx, 30)) * x86::RDRAND
+        | u8::from(bit(leaf7.ebx, 18)) * x86::RDSEED
+}
+
 /// Tries per word of the CPU's generator (Intel: ten `RDRAND` failures mean a broken CPU).
 const RETRIES: usize = 10;
-#[cfg(all(target_arch = "x86_64", not(miri)))]
-cpufeatures::new!(has_rdrand, "rdrand");
-#[cfg(all(target_arch = "x86_64", not(miri)))]
-cpufeatures::new!(has_rdseed, "rdseed");
 
 /// A word from x86-64 `RDSEED`, else `RDRAND`, or AArch64 `RNDR` (Linux and Android);
 /// `None` where there is none or it kept failing.
@@ -35,12 +96,12 @@ pub(crate) fn random_word() -> Option<u64> {
         })
     };
     #[cfg(all(target_arch = "x86_64", not(miri)))]
-    if has_rdseed::get() || has_rdrand::get() {
+    if has(x86::RDSEED) || has(x86::RDRAND) {
         use core::arch::x86_64::{_rdrand64_step, _rdseed64_step};
         // SAFETY: the CPU has RDSEED (checked first); `v` is a valid out-pointer.
-        let rdseed = |v: &mut u64| has_rdseed::get() && unsafe { _rdseed64_step(v) } == 1;
+        let rdseed = |v: &mut u64| has(x86::RDSEED) && unsafe { _rdseed64_step(v) } == 1;
         // SAFETY: the CPU has RDRAND (checked first); `v` is a valid out-pointer.
-        let rdrand = |v: &mut u64| has_rdrand::get() && unsafe { _rdrand64_step(v) } == 1;
+        let rdrand = |v: &mut u64| has(x86::RDRAND) && unsafe { _rdrand64_step(v) } == 1;
         return retry(&rdseed).or_else(|| retry(&rdrand));
     }
     #[cfg(all(
@@ -61,4 +122,26 @@ pub(crate) fn random_word() -> Option<u64> {
         });
     }
     None
+}
+
+#[cfg(all(test, target_arch = "x86_64", not(miri)))]
+mod tests {
+    use super::{has, x86};
+
+    /// Each feature as the standard library's detection reports it, alone and in pairs.
+    #[test]
+    fn features_agree_with_std() {
+        let std = [
+            (x86::AVX2, std::arch::is_x86_feature_detected!("avx2")),
+            (x86::AVX512F, std::arch::is_x86_feature_detected!("avx512f")),
+            (x86::RDRAND, std::arch::is_x86_feature_detected!("rdrand")),
+            (x86::RDSEED, std::arch::is_x86_feature_detected!("rdseed")),
+        ];
+        for (a, has_a) in std {
+            assert_eq!(has(a), has_a, "feature bit {a}");
+            for (b, has_b) in std {
+                assert_eq!(has(a | b), has_a && has_b, "feature bits {a} and {b}");
+            }
+        }
+    }
 }
