@@ -124,13 +124,13 @@ pub(crate) fn random_word() -> Option<u64> {
     None
 }
 
-#[cfg(all(test, target_arch = "x86_64", not(miri)))]
+#[cfg(test)]
 mod tests {
-    use super::{has, x86};
-
     /// Each feature as the standard library's detection reports it, alone and in pairs.
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
     #[test]
     fn features_agree_with_std() {
+        use super::{has, x86};
         let std = [
             (x86::AVX2, std::arch::is_x86_feature_detected!("avx2")),
             (x86::AVX512F, std::arch::is_x86_feature_detected!("avx512f")),
