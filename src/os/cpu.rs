@@ -75,11 +75,15 @@ fn detect() -> u8 {
     // bit 30; RDSEED: leaf 7 EBX bit 18.
     let avx2 = xcr0 & 0b110 == 0b110 && bit(leaf1.ecx, 28) && bit(leaf7.ebx, 5);
     let avx512f = xcr0 & 0b1110_0110 == 0b1110_0110 && bit(leaf7.ebx, 16);
-    x86::KNOWN
-        | u8::from(avx2) * x86::AVX2
-        | u8::from(avx512f) * x86::AVX512F
-        | u8::from(bit(leaf1.ecx, 30)) * x86::RDRAND
-        | u8::from(bit(leaf7.ebx, 18)) * x86::RDSEED
+    [
+        (avx2, x86::AVX2),
+        (avx512f, x86::AVX512F),
+        (bit(leaf1.ecx, 30), x86::RDRAND),
+        (bit(leaf7.ebx, 18), x86::RDSEED),
+    ]
+    .into_iter()
+    .filter(|&(present, _)| present)
+    .fold(x86::KNOWN, |known, (_, feature)| known | feature)
 }
 
 /// Tries per word of the CPU's generator (Intel: ten `RDRAND` failures mean a broken CPU).
