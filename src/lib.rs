@@ -35,6 +35,8 @@
 #[cfg(feature = "std")]
 mod claims;
 mod compat;
+#[cfg(target_arch = "x86_64")]
+mod cpuid;
 mod generator;
 mod keystream;
 mod probe;

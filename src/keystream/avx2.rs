@@ -8,7 +8,7 @@
 /// Whether this CPU has AVX2 and the OS saves its registers: all the kernel needs.
 #[inline(always)]
 pub(super) fn detected() -> bool {
-    crate::os::cpu::has(crate::os::cpu::x86::AVX2)
+    crate::cpuid::has(crate::cpuid::x86::AVX2)
 }
 
 /// Lane offsets 0..8 (bytes 0..32), the `vpshufb` tables that rotate each word left by 16

@@ -7,7 +7,7 @@
 /// Whether this CPU has AVX-512F and the OS saves its registers: all the kernel needs.
 #[inline(always)]
 pub(super) fn detected() -> bool {
-    crate::os::cpu::has(crate::os::cpu::x86::AVX512F)
+    crate::cpuid::has(crate::cpuid::x86::AVX512F)
 }
 
 /// Lane offsets 0..16 (bytes 0..64), then 1 (64), then "expand 32-byte k" (68..84).

@@ -1,6 +1,6 @@
 //! The kernel table: one row per keystream path with its assembly kernel, if any, and
 //! the row this build takes (the widest the CPU has, or the pinned one). CPU features come
-//! from `os::cpu::has` (one pass of CPUID and XGETBV, cached), which needs no `std`.
+//! from `cpuid::has` (one pass of CPUID and XGETBV, cached), which needs no `std`.
 
 use super::path::{KeystreamPath, PINNED};
 #[cfg(target_arch = "x86_64")]

@@ -1,0 +1,88 @@
+//! The x86-64 CPU features fkrng uses, from one pass of `CPUID` (its own module because
+//! `no_std` builds need it, for the keystream kernels, as much as the OS layer does).
+
+/// x86-64 features, as bits for [`has`]: AVX2 and AVX-512F count only when the OS saves
+/// their registers (XCR0, read with `XGETBV`).
+pub(crate) mod x86 {
+    pub(crate) const AVX2: u8 = 1;
+    pub(crate) const AVX512F: u8 = 2;
+    pub(crate) const RDRAND: u8 = 4;
+    pub(crate) const RDSEED: u8 = 8;
+    /// Set with the others once the CPU has been asked.
+    pub(super) const KNOWN: u8 = 0x80;
+}
+
+/// The bits of one pass of `CPUID` (two leaves: each `CPUID` exits to a hypervisor), or 0
+/// before it. Relaxed: every thread that asks stores the same byte.
+static FEATURES: core::sync::atomic::AtomicU8 = core::sync::atomic::AtomicU8::new(0);
+
+/// Whether this CPU has every feature in `bits` ([`x86`]); asks it at the first call.
+/// Under Miri, which emulates none, never.
+#[inline]
+pub(crate) fn has(bits: u8) -> bool {
+    use core::sync::atomic::Ordering::Relaxed;
+    let mut known = FEATURES.load(Relaxed);
+    if known == 0 {
+        known = detect();
+        FEATURES.store(known, Relaxed);
+    }
+    known & bits == bits
+}
+
+/// The [`x86`] bits of this CPU, with `KNOWN`. Bit positions: Intel SDM vol. 2A, `CPUID`
+/// (leaf 7 is read without checking the highest leaf, as `cpufeatures` and `chacha20` do).
+#[cold]
+fn detect() -> u8 {
+    use core::arch::x86_64::{__cpuid, __cpuid_count, _xgetbv};
+    if cfg!(miri) {
+        return x86::KNOWN;
+    }
+    let bit = |word: u32, n: u32| word & (1 << n) != 0;
+    // SAFETY: `CPUID` exists on every x86-64 CPU and writes only its result registers
+    // (a safe function in newer compilers, `unsafe` in those `rust-version` allows).
+    #[allow(unused_unsafe)]
+    let (leaf1, leaf7) = unsafe { (__cpuid(1), __cpuid_count(7, 0)) };
+    // XCR0 is readable once the OS has enabled XSAVE (leaf 1 ECX: XSAVE bit 26, OSXSAVE 27).
+    let xcr0 = if bit(leaf1.ecx, 26) && bit(leaf1.ecx, 27) {
+        // SAFETY: XSAVE is enabled (checked above), so `XGETBV` with ECX = 0 does not fault.
+        unsafe { _xgetbv(0) }
+    } else {
+        0
+    };
+    // AVX2: leaf 7 EBX bit 5 with AVX (leaf 1 ECX bit 28) and the YMM state (XCR0 bits 1-2);
+    // AVX-512F: leaf 7 EBX bit 16 with the ZMM state (bits 1-2, 5-7); RDRAND: leaf 1 ECX
+    // bit 30; RDSEED: leaf 7 EBX bit 18.
+    let avx2 = xcr0 & 0b110 == 0b110 && bit(leaf1.ecx, 28) && bit(leaf7.ebx, 5);
+    let avx512f = xcr0 & 0b1110_0110 == 0b1110_0110 && bit(leaf7.ebx, 16);
+    [
+        (avx2, x86::AVX2),
+        (avx512f, x86::AVX512F),
+        (bit(leaf1.ecx, 30), x86::RDRAND),
+        (bit(leaf7.ebx, 18), x86::RDSEED),
+    ]
+    .into_iter()
+    .filter(|&(present, _)| present)
+    .fold(x86::KNOWN, |known, (_, feature)| known | feature)
+}
+
+#[cfg(test)]
+mod tests {
+    /// Each feature as the standard library's detection reports it, alone and in pairs.
+    #[cfg(not(miri))]
+    #[test]
+    fn features_agree_with_std() {
+        use super::{has, x86};
+        let std = [
+            (x86::AVX2, std::arch::is_x86_feature_detected!("avx2")),
+            (x86::AVX512F, std::arch::is_x86_feature_detected!("avx512f")),
+            (x86::RDRAND, std::arch::is_x86_feature_detected!("rdrand")),
+            (x86::RDSEED, std::arch::is_x86_feature_detected!("rdseed")),
+        ];
+        for (a, has_a) in std {
+            assert_eq!(has(a), has_a, "feature bit {a}");
+            for (b, has_b) in std {
+                assert_eq!(has(a | b), has_a && has_b, "feature bits {a} and {b}");
+            }
+        }
+    }
+}
