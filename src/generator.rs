@@ -25,6 +25,13 @@ pub(crate) struct FkeState {
 }
 
 impl FkeState {
+    /// Byte offsets of the unserved count and of the block's end (the first unserved byte is
+    /// at `BLOCK_END + neg_avail`), for the `asm!` fast path of `crate::thread`.
+    #[cfg(all(feature = "std", target_arch = "x86_64", not(miri)))]
+    pub(crate) const NEG_AVAIL_AT: usize = core::mem::offset_of!(FkeState, neg_avail);
+    #[cfg(all(feature = "std", target_arch = "x86_64", not(miri)))]
+    pub(crate) const BLOCK_END: usize = core::mem::offset_of!(FkeState, block) + REFILL_LEN;
+
     /// An empty state with key `key`: the first read refills.
     pub(crate) const fn new(key: [u8; KEY_LEN]) -> Self {
         let mut block = [[0u8; BLOCK_LEN]; REFILL_BLOCKS];

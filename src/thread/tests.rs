@@ -370,7 +370,7 @@ fn next_32() -> Option<[u8; 32]> {
 /// `FKRNG_EXPECT_FORK_PROTECTION` (scripts/platforms.sh) fails when the protection
 /// found is another.
 #[cfg(all(target_os = "linux", not(miri)))]
-fn madvise_honoured(claim: &str) -> bool {
+pub(super) fn madvise_honoured(claim: &str) -> bool {
     // A state mapped through the test hook leaves the process-wide check undone: a read
     // on a fresh thread makes it.
     if crate::fork_protection().is_none() {

@@ -1,0 +1,184 @@
+//! The `asm!` fast path interrupted after each of its instructions: with the trap flag set,
+//! the CPU raises `SIGTRAP` after every instruction of a `u64()` read, and at one of them the
+//! handler forks, makes a raw `clone` or reads.
+
+use crate::test_hooks::process::in_new_process;
+use std::sync::Mutex;
+use std::sync::atomic::Ordering::SeqCst;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, AtomicU32, AtomicU64};
+
+/// Traps taken during the stepped read.
+static STEPS: AtomicU32 = AtomicU32::new(0);
+/// The trap at which the handler acts (`u32::MAX`: none).
+static ACT_AT: AtomicU32 = AtomicU32::new(u32::MAX);
+/// What the handler does there: [`FORK`], [`RAW_CLONE`] or [`READ`].
+static ACTION: AtomicU8 = AtomicU8::new(READ);
+const FORK: u8 = 1;
+const RAW_CLONE: u8 = 2;
+const READ: u8 = 3;
+/// What the acting handler's fork or clone returned (the child's id; 0 in the child).
+static FORKED: AtomicI64 = AtomicI64::new(-1);
+/// Whether the slot word held BUSY at the acting trap.
+static SAW_BUSY: AtomicBool = AtomicBool::new(false);
+/// What the acting handler's own read returned.
+static HANDLER_READ: AtomicU64 = AtomicU64::new(0);
+/// The traps at which the slot word held BUSY, recorded when the handler does not act.
+static BUSY_TRAPS: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+
+extern "C" fn on_trap(_: libc::c_int) {
+    let step = STEPS.fetch_add(1, SeqCst);
+    let busy = super::super::slot() == super::super::BUSY;
+    let act_at = ACT_AT.load(SeqCst);
+    if act_at == u32::MAX && busy {
+        // The interrupted code never holds this mutex.
+        BUSY_TRAPS.lock().unwrap().push(step);
+    }
+    if step != act_at {
+        return;
+    }
+    SAW_BUSY.store(busy, SeqCst);
+    match ACTION.load(SeqCst) {
+        // SAFETY: `fork` is async-signal-safe; the child finishes the read, writes to a pipe
+        // and `_exit`s.
+        FORK => FORKED.store(i64::from(unsafe { libc::fork() }), SeqCst),
+        // SAFETY: a raw `clone` with only `SIGCHLD` and no new stack: the child runs on a copy
+        // of this stack, as after `fork`, with no atfork handler run.
+        RAW_CLONE => FORKED.store(
+            unsafe { libc::syscall(libc::SYS_clone, libc::SIGCHLD, 0, 0, 0, 0) },
+            SeqCst,
+        ),
+        _ => HANDLER_READ.store(crate::u64(), SeqCst),
+    }
+}
+
+/// One `u64()` with the trap flag set around it. Never inlined: every call runs the same
+/// instructions, so trap `n` is the same instruction in each.
+#[inline(never)]
+fn stepped_read() -> u64 {
+    STEPS.store(0, SeqCst);
+    // SAFETY: sets the trap flag of RFLAGS through the stack; the SIGTRAP handler installed by
+    // the test returns to each trapped instruction.
+    unsafe { core::arch::asm!("pushfq", "or qword ptr [rsp], 0x100", "popfq") };
+    let value = crate::u64();
+    // SAFETY: clears the trap flag again.
+    unsafe { core::arch::asm!("pushfq", "and qword ptr [rsp], -0x101", "popfq") };
+    value
+}
+
+/// The bytes the next 8-byte read takes, with at least 8 left in the buffer.
+fn next_held() -> u64 {
+    crate::fill(&mut [0u8; 16]);
+    let (rest, _, _) = crate::test_hooks::lifecycle::unreseeded_continuation().unwrap();
+    assert!(rest.len() >= 8, "the next read is served from the buffer");
+    u64::from_le_bytes(rest[..8].try_into().unwrap())
+}
+
+/// A stepped read during which the handler does `action` at trap `step`: the read's result,
+/// the child's (for a fork or clone) or the handler's (for a read), and the bytes the state held
+/// for the read; `None` when the read ended before that trap.
+fn interrupted_at(step: u32, action: u8) -> Option<(u64, u64, u64)> {
+    let held = next_held();
+    let mut fds = [0; 2];
+    // SAFETY: `fds` has room for the two descriptors.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    FORKED.store(-1, SeqCst);
+    HANDLER_READ.store(0, SeqCst);
+    ACTION.store(action, SeqCst);
+    ACT_AT.store(step, SeqCst);
+    let out = stepped_read();
+    let acted = STEPS.load(SeqCst) > step;
+    ACT_AT.store(u32::MAX, SeqCst);
+    let pid = FORKED.load(SeqCst);
+    if pid == 0 {
+        // SAFETY: writes 8 initialised bytes to the pipe, then ends the child at once.
+        unsafe {
+            libc::write(fds[1], (&raw const out).cast(), 8);
+            libc::_exit(0);
+        }
+    }
+    let mut theirs = HANDLER_READ.load(SeqCst);
+    // SAFETY: closes the write end, reads the child's 8 bytes, waits for it, closes the read end.
+    unsafe {
+        libc::close(fds[1]);
+        if pid > 0 {
+            assert_eq!(libc::read(fds[0], (&raw mut theirs).cast(), 8), 8);
+            libc::waitpid(pid as libc::pid_t, core::ptr::null_mut(), 0);
+        }
+        libc::close(fds[0]);
+    }
+    assert!(!acted || action == READ || pid > 0, "trap {step}: no child");
+    acted.then_some((out, theirs, held))
+}
+
+/// A fork (or raw `clone`) by a handler at any instruction boundary of the fast path either
+/// comes before the read's epoch check, and then neither process returns the bytes the state
+/// held (with a raw `clone`, the parent may: no epoch moved) and the two differ, or after it,
+/// and then both return them, as after any read; the check lies after the copy, with BUSY
+/// still in the slot word. A handler's read at any boundary gets bytes of its own.
+#[test]
+fn a_read_trapped_at_any_instruction_is_never_served_twice() {
+    let name = "thread::word::tests::a_read_trapped_at_any_instruction_is_never_served_twice";
+    if in_new_process(name).is_some() {
+        return;
+    }
+    // SAFETY: installs a handler for SIGTRAP, which only this test's trap flag raises.
+    unsafe {
+        let mut action: libc::sigaction = core::mem::zeroed();
+        action.sa_sigaction = on_trap as *const () as usize;
+        libc::sigemptyset(&mut action.sa_mask);
+        assert_eq!(
+            libc::sigaction(libc::SIGTRAP, &action, core::ptr::null_mut()),
+            0
+        );
+    }
+    // The second of two reads: the first may take traps of its own (lazy binding).
+    for _ in 0..2 {
+        next_held();
+        BUSY_TRAPS.lock().unwrap().clear();
+        stepped_read();
+    }
+    let busy = BUSY_TRAPS.lock().unwrap().clone();
+    let traps = STEPS.load(SeqCst);
+    assert!(busy.len() >= 10, "{traps} traps, BUSY at {busy:?}");
+    let mut actions = vec![FORK, READ];
+    if super::super::tests::madvise_honoured("a raw clone at each trap") {
+        actions.push(RAW_CLONE);
+    }
+    let mut failed = Vec::new();
+    for action in actions {
+        // The first trap whose fork or clone came after the check.
+        let mut after_check = None;
+        let mut step = 0;
+        while let Some((out, theirs, held)) = interrupted_at(step, action) {
+            let case =
+                format!("action {action}, trap {step}: {out:#x}, {theirs:#x}, held {held:#x}");
+            if out == 0 || theirs == 0 || out == theirs && action == READ {
+                failed.push(format!("{case}: a zero or repeated result"));
+            } else if action != READ && out == held && theirs == held {
+                after_check.get_or_insert((step, SAW_BUSY.load(SeqCst)));
+            } else if action != READ
+                && (after_check.is_some()
+                    || theirs == held
+                    || out == theirs
+                    || action == FORK && out == held)
+            {
+                failed.push(format!("{case}: the child replays, or the read is undone"));
+            }
+            step += 1;
+        }
+        match after_check {
+            None if action != READ => failed.push(format!("action {action}: no check")),
+            Some((at, busy_there)) if !busy_there || at < busy[0] + 4 => failed.push(format!(
+                "action {action}: the check at trap {at} is not between the copy and the slot's return"
+            )),
+            _ => {}
+        }
+        if step <= *busy.last().unwrap() {
+            failed.push(format!("action {action}: the read ended at trap {step}"));
+        }
+    }
+    assert!(
+        failed.is_empty(),
+        "{traps} traps, BUSY at {busy:?}: {failed:#?}"
+    );
+}
