@@ -24,7 +24,7 @@ dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 
 # Limits on fkrng's fast path, instructions per call (the harness's loop included).
-declare -A limit=([next_u32]=26 [next_u64]=25 [range_6]=56 [range_1e9]=63)
+declare -A limit=([next_u32]=26 [next_u64]=25 [range_6]=33 [range_1e9]=38)
 
 # Prints "TOTAL FAST": all instructions, and those of the functions on the fast path.
 measure() {
