@@ -987,16 +987,8 @@ fn a_read_interrupted_by_a_fork_in_a_signal_handler_is_served_again() {
     {
         return;
     }
-    // SAFETY: installs a handler for SIGUSR1, which only this test raises.
-    unsafe {
-        let mut action: libc::sigaction = core::mem::zeroed();
-        action.sa_sigaction = fork_in_handler as *const () as usize;
-        libc::sigemptyset(&mut action.sa_mask);
-        assert_eq!(
-            libc::sigaction(libc::SIGUSR1, &action, core::ptr::null_mut()),
-            0
-        );
-    }
+    // SAFETY: `fork_in_handler` forks and reads, as a handler may; only this test raises SIGUSR1.
+    unsafe { fkrng_test_support::signals::on_signal(libc::SIGUSR1, fork_in_handler, 0) };
     crate::fill(&mut [0u8; 16]);
     // A raw `clone` child is caught by its wiped pages: promised only where the kernel
     // honours wipe-on-fork.

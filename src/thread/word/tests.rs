@@ -121,16 +121,10 @@ fn a_read_trapped_at_any_instruction_is_never_served_twice() {
     if in_new_process(name).is_some() {
         return;
     }
-    // SAFETY: installs a handler for SIGTRAP, which only this test's trap flag raises.
-    unsafe {
-        let mut action: libc::sigaction = core::mem::zeroed();
-        action.sa_sigaction = on_trap as *const () as usize;
-        libc::sigemptyset(&mut action.sa_mask);
-        assert_eq!(
-            libc::sigaction(libc::SIGTRAP, &action, core::ptr::null_mut()),
-            0
-        );
-    }
+    // SAFETY: `on_trap` runs only inside the stepped read (only the trap flag raises SIGTRAP)
+    // and does what a handler may there: atomics, fkrng's reads, `fork`, a raw `clone`, and a
+    // mutex the stepped code never holds.
+    unsafe { fkrng_test_support::signals::on_signal(libc::SIGTRAP, on_trap, 0) };
     // The second of two reads: the first may take traps of its own (lazy binding).
     for _ in 0..2 {
         next_held();
