@@ -45,19 +45,21 @@ mod hooked {
         let (ready, release) = (Barrier::new(THREADS + 1), Barrier::new(THREADS + 1));
         let slots = std::sync::Mutex::new(Vec::new());
         std::thread::scope(|s| {
-            for _ in 0..THREADS {
-                std::thread::Builder::new()
-                    .stack_size(64 << 10)
-                    .spawn_scoped(s, || {
-                        read();
-                        if let Some((start, _)) = fkrng::test_hooks::memory::state_range() {
-                            slots.lock().unwrap().push(start);
-                        }
-                        ready.wait();
-                        release.wait();
-                    })
-                    .expect("a thread");
-            }
+            let threads: Vec<_> = (0..THREADS)
+                .map(|_| {
+                    std::thread::Builder::new()
+                        .stack_size(64 << 10)
+                        .spawn_scoped(s, || {
+                            read();
+                            if let Some((start, _)) = fkrng::test_hooks::memory::state_range() {
+                                slots.lock().unwrap().push(start);
+                            }
+                            ready.wait();
+                            release.wait();
+                        })
+                        .expect("a thread")
+                })
+                .collect();
             ready.wait();
             let maps = std::fs::read_to_string("/proc/self/maps").expect("/proc/self/maps");
             release.wait();
@@ -74,6 +76,11 @@ mod hooked {
                     slots.iter().any(|s| (start..end).contains(s)).then_some(())
                 })
                 .count();
+            // Joined one by one: the scope's own wait ends when each closure returns, before
+            // the thread's destructors release its slot, which a later test would then see.
+            for thread in threads {
+                thread.join().expect("a thread");
+            }
             (maps.lines().count(), holding)
         })
     }
