@@ -41,7 +41,7 @@ fn detect() -> u8 {
     // (a safe function in newer compilers, `unsafe` in those `rust-version` allows).
     #[allow(unused_unsafe)]
     let leaf1 = unsafe { __cpuid(1) };
-    let (xsave, osxsave) = (bit(leaf1.ecx, 26), bit(leaf1.ecx, 27));
+    let (xsave, osxsave) = (leaf1.ecx & 1 << 26 != 0, leaf1.ecx & 1 << 27 != 0);
     // A query above the highest basic leaf returns another leaf's words (Intel SDM vol. 2A,
     // `CPUID`). XSAVE (leaf 1 ECX bit 26) is enumerated by leaf 0Dh, so a CPU with it has
     // leaf 7, without the `CPUID` of leaf 0 (a hypervisor exit); RDSEED, AVX2 and AVX-512F
@@ -66,6 +66,7 @@ fn detect() -> u8 {
 /// The [`x86`] bits, with `KNOWN`, of leaf 1's ECX, leaf 7's EBX (0 where the CPU has no leaf
 /// 7) and XCR0. Bit positions: Intel SDM vol. 2A, `CPUID`.
 fn features(leaf1_ecx: u32, leaf7_ebx: u32, xcr0: u64) -> u8 {
+    let bit = |word: u32, n: u32| word & (1 << n) != 0;
     // AVX2: leaf 7 EBX bit 5 with AVX (leaf 1 ECX bit 28) and the YMM state (XCR0 bits 1-2);
     // AVX-512F: leaf 7 EBX bit 16 with the ZMM state (bits 1-2, 5-7); RDRAND: leaf 1 ECX
     // bit 30; RDSEED: leaf 7 EBX bit 18.
@@ -80,11 +81,6 @@ fn features(leaf1_ecx: u32, leaf7_ebx: u32, xcr0: u64) -> u8 {
     .into_iter()
     .filter(|&(present, _)| present)
     .fold(x86::KNOWN, |known, (_, feature)| known | feature)
-}
-
-/// Whether bit `n` (0-31) of a `CPUID` result word is set.
-const fn bit(word: u32, n: u32) -> bool {
-    word & (1 << n) != 0
 }
 
 #[cfg(test)]
