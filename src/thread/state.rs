@@ -28,6 +28,9 @@ impl ThreadState {
         // SAFETY: `self.life.epoch` is an initialised, aligned `u64` of this state, read
         // through a pointer made from a valid reference.
         let own = unsafe { core::ptr::read_volatile(&raw const self.life.epoch) };
+        // The state's epoch before the process's (the order of the x86-64 fast path, which
+        // see): a handler's fork between the two loads is then seen in both processes.
+        compiler_fence(Ordering::SeqCst);
         own == fork::epoch() && self.life.generation == snapshot::generation()
     }
 

@@ -1,6 +1,7 @@
-//! The `asm!` fast path interrupted after each of its instructions: with the trap flag set,
-//! the CPU raises `SIGTRAP` after every instruction of a `u64()` read, and at one of them the
-//! handler forks, makes a raw `clone` or reads.
+//! The fast paths interrupted after each of their instructions: with the trap flag set, the
+//! CPU raises `SIGTRAP` after every instruction of a `u64()` read (the `asm!` block) or of an
+//! `array::<16>()` read (the Rust path), and at one of them the handler forks, makes a raw
+//! `clone` or reads.
 
 use crate::test_hooks::process::in_new_process;
 use std::sync::Mutex;
@@ -51,32 +52,41 @@ extern "C" fn on_trap(_: libc::c_int) {
     }
 }
 
-/// One `u64()` with the trap flag set around it. Never inlined: every call runs the same
-/// instructions, so trap `n` is the same instruction in each.
+/// One `u64()` (or, `wide`, the first 8 bytes of an `array::<16>()`) with the trap flag set
+/// around it. Never inlined: every call runs the same instructions, so trap `n` is the same
+/// instruction in each.
 #[inline(never)]
-fn stepped_read() -> u64 {
+fn stepped_read(wide: bool) -> u64 {
     STEPS.store(0, SeqCst);
     // SAFETY: sets the trap flag of RFLAGS through the stack; the SIGTRAP handler installed by
     // the test returns to each trapped instruction.
     unsafe { core::arch::asm!("pushfq", "or qword ptr [rsp], 0x100", "popfq") };
-    let value = crate::u64();
+    let value = if wide {
+        let bytes: [u8; 16] = crate::array();
+        u64::from_le_bytes(bytes[..8].try_into().unwrap())
+    } else {
+        crate::u64()
+    };
     // SAFETY: clears the trap flag again.
     unsafe { core::arch::asm!("pushfq", "and qword ptr [rsp], -0x101", "popfq") };
     value
 }
 
-/// The bytes the next 8-byte read takes, with at least 8 left in the buffer.
+/// The first 8 bytes that the next read takes, with at least 16 left in the buffer.
 fn next_held() -> u64 {
-    crate::fill(&mut [0u8; 16]);
-    let (rest, _, _) = crate::test_hooks::lifecycle::unreseeded_continuation().unwrap();
-    assert!(rest.len() >= 8, "the next read is served from the buffer");
-    u64::from_le_bytes(rest[..8].try_into().unwrap())
+    loop {
+        crate::fill(&mut [0u8; 16]);
+        let (rest, _, _) = crate::test_hooks::lifecycle::unreseeded_continuation().unwrap();
+        if rest.len() >= 16 {
+            return u64::from_le_bytes(rest[..8].try_into().unwrap());
+        }
+    }
 }
 
 /// A stepped read during which the handler does `action` at trap `step`: the read's result,
 /// the child's (for a fork or clone) or the handler's (for a read), and the bytes the state held
 /// for the read; `None` when the read ended before that trap.
-fn interrupted_at(step: u32, action: u8) -> Option<(u64, u64, u64)> {
+fn interrupted_at(step: u32, action: u8, wide: bool) -> Option<(u64, u64, u64)> {
     let held = next_held();
     let mut fds = [0; 2];
     // SAFETY: `fds` has room for the two descriptors.
@@ -85,7 +95,7 @@ fn interrupted_at(step: u32, action: u8) -> Option<(u64, u64, u64)> {
     HANDLER_READ.store(0, SeqCst);
     ACTION.store(action, SeqCst);
     ACT_AT.store(step, SeqCst);
-    let out = stepped_read();
+    let out = stepped_read(wide);
     let acted = STEPS.load(SeqCst) > step;
     ACT_AT.store(u32::MAX, SeqCst);
     let pid = FORKED.load(SeqCst);
@@ -125,54 +135,60 @@ fn a_read_trapped_at_any_instruction_is_never_served_twice() {
     // and does what a handler may there: atomics, fkrng's reads, `fork`, a raw `clone`, and a
     // mutex the stepped code never holds.
     unsafe { fkrng_test_support::signals::on_signal(libc::SIGTRAP, on_trap, 0) };
-    // The second of two reads: the first may take traps of its own (lazy binding).
-    for _ in 0..2 {
-        next_held();
-        BUSY_TRAPS.lock().unwrap().clear();
-        stepped_read();
-    }
-    let busy = BUSY_TRAPS.lock().unwrap().clone();
-    let traps = STEPS.load(SeqCst);
-    assert!(busy.len() >= 10, "{traps} traps, BUSY at {busy:?}");
     let mut actions = vec![FORK, READ];
     if super::super::tests::madvise_honoured("a raw clone at each trap") {
         actions.push(RAW_CLONE);
     }
     let mut failed = Vec::new();
-    for action in actions {
-        // The first trap whose fork or clone came after the check.
-        let mut after_check = None;
-        let mut step = 0;
-        while let Some((out, theirs, held)) = interrupted_at(step, action) {
-            let case =
-                format!("action {action}, trap {step}: {out:#x}, {theirs:#x}, held {held:#x}");
-            if out == 0 || theirs == 0 || out == theirs && action == READ {
-                failed.push(format!("{case}: a zero or repeated result"));
-            } else if action != READ && out == held && theirs == held {
-                after_check.get_or_insert((step, SAW_BUSY.load(SeqCst)));
-            } else if action != READ
-                && (after_check.is_some()
-                    || theirs == held
-                    || out == theirs
-                    || action == FORK && out == held)
-            {
-                failed.push(format!("{case}: the child replays, or the read is undone"));
+    for wide in [false, true] {
+        // The second of two reads: the first may take traps of its own (lazy binding).
+        for _ in 0..2 {
+            next_held();
+            BUSY_TRAPS.lock().unwrap().clear();
+            stepped_read(wide);
+        }
+        let busy = BUSY_TRAPS.lock().unwrap().clone();
+        let traps = STEPS.load(SeqCst);
+        assert!(busy.len() >= 10, "{traps} traps, BUSY at {busy:?}");
+        for &action in &actions {
+            // The first trap whose fork or clone came after the check.
+            let mut after_check = None;
+            let mut step = 0;
+            while let Some((out, theirs, held)) = interrupted_at(step, action, wide) {
+                let case = format!(
+                    "wide {wide}, {traps} traps, BUSY at {busy:?}, action {action}, trap {step}: \
+                     {out:#x}, {theirs:#x}, held {held:#x}"
+                );
+                if out == 0 || theirs == 0 || out == theirs && action == READ {
+                    failed.push(format!("{case}: a zero or repeated result"));
+                } else if action != READ && out == held && theirs == held {
+                    after_check.get_or_insert((step, SAW_BUSY.load(SeqCst)));
+                } else if action != READ
+                    && (after_check.is_some()
+                        || theirs == held
+                        || out == theirs
+                        || action == FORK && out == held)
+                {
+                    failed.push(format!("{case}: the child replays, or the read is undone"));
+                }
+                step += 1;
             }
-            step += 1;
-        }
-        match after_check {
-            None if action != READ => failed.push(format!("action {action}: no check")),
-            Some((at, busy_there)) if !busy_there || at < busy[0] + 4 => failed.push(format!(
-                "action {action}: the check at trap {at} is not between the copy and the slot's return"
-            )),
-            _ => {}
-        }
-        if step <= *busy.last().unwrap() {
-            failed.push(format!("action {action}: the read ended at trap {step}"));
+            match after_check {
+                None if action != READ => {
+                    failed.push(format!("wide {wide}, action {action}: no check"))
+                }
+                Some((at, busy_there)) if !busy_there || at < busy[0] + 4 => failed.push(format!(
+                    "wide {wide}, action {action}: the check at trap {at} is not between the copy \
+                     and the slot's return"
+                )),
+                _ => {}
+            }
+            if step <= *busy.last().unwrap() {
+                failed.push(format!(
+                    "wide {wide}, action {action}: the read ended at trap {step}"
+                ));
+            }
         }
     }
-    assert!(
-        failed.is_empty(),
-        "{traps} traps, BUSY at {busy:?}: {failed:#?}"
-    );
+    assert!(failed.is_empty(), "{failed:#?}");
 }
