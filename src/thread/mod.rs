@@ -154,9 +154,12 @@ pub(crate) fn try_fill(dest: &mut [u8]) -> Result<(), Error> {
 /// x86-64, 4 and 8 bytes take the same steps in one `asm!` block ([`word`]).
 #[inline(always)]
 pub(crate) fn take<const N: usize>() -> Option<[u8; N]> {
+    // `word::take` only for 4 and 8 (its contract), so that no other size instantiates it.
     #[cfg(all(target_arch = "x86_64", not(miri)))]
-    if N == 4 || N == 8 {
-        return word::take::<N>();
+    match N {
+        4 => return word::take::<4>().and_then(|bytes| bytes.as_slice().try_into().ok()),
+        8 => return word::take::<8>().and_then(|bytes| bytes.as_slice().try_into().ok()),
+        _ => {}
     }
     let p = slot();
     if !is_slot(p) {

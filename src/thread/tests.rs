@@ -1065,3 +1065,41 @@ pub(super) fn record_release(lease: &Lease<ThreadState>) {
     let (start, end) = lease.range();
     crate::probe::hooks::released(start as *const u8, end - start, before);
 }
+
+/// `array::<N>()` and `try_array::<N>()` of every size, 4 and 8 (the x86-64 `asm!` block)
+/// and past the buffer included, give the bytes the state held next.
+#[cfg(all(
+    target_os = "linux",
+    any(
+        all(target_endian = "little", target_pointer_width = "64"),
+        fkrng_test_hooks
+    )
+))]
+#[test]
+fn arrays_of_every_size_serve_the_next_bytes() {
+    use crate::test_hooks::lifecycle::unreseeded_continuation;
+    fn check<const N: usize>(try_it: bool) {
+        crate::fill(&mut [0u8; 1]);
+        let (rest, _, _) = unreseeded_continuation().unwrap();
+        let got: [u8; N] = if try_it {
+            crate::try_array().unwrap()
+        } else {
+            crate::array()
+        };
+        let n = N.min(rest.len());
+        assert_eq!(got[..n], rest[..n], "N = {N}");
+        if N > rest.len() {
+            assert!(got[n..].iter().any(|&b| b != 0), "N = {N}: keystream past the buffer");
+        }
+    }
+    for try_it in [false, true] {
+        check::<0>(try_it);
+        check::<1>(try_it);
+        check::<4>(try_it);
+        check::<8>(try_it);
+        check::<12>(try_it);
+        check::<992>(try_it);
+        check::<1025>(try_it);
+        check::<4096>(try_it);
+    }
+}

@@ -13,9 +13,10 @@ use crate::lifecycle::checks::{CHECKS, Checks};
 use core::mem::offset_of;
 
 /// The next `N` bytes of the thread's buffer, as [`super::take`] gives them; `N` is 4 or 8
-/// (the caller's check: any other `N` would take 4 bytes from the wrong place).
+/// (a build error otherwise).
 #[inline(always)]
 pub(super) fn take<const N: usize>() -> Option<[u8; N]> {
+    const { assert!(N == 4 || N == 8, "the asm! fast path reads 4 or 8 bytes") };
     let tls = STATE.with(|t| t.slot.as_ptr());
     let checks = &raw const CHECKS;
     let (value, left): (u64, isize);
