@@ -161,9 +161,14 @@ impl FkeState {
 }
 
 /// A seedable fast-key-erasure ChaCha20 generator: the thread-local generator's construction
-/// without its lifecycle (docs/DESIGN.md, "The construction"). For a 32-byte seed its output
-/// is value-stable, the same bytes on every platform and in every release. Every 1024-byte
-/// refill (16 RFC 8439 blocks, nonce and counter 0) replaces the key; served bytes are zeroed.
+/// without its lifecycle (docs/DESIGN.md, "The construction"). For a 32-byte seed and a
+/// sequence of read sizes its output is value-stable, the same bytes on every platform and in
+/// every release. Every 1024-byte refill (16 RFC 8439 blocks, nonce and counter 0) replaces
+/// the key; served bytes are zeroed. The bytes depend on how reads are split, not only on
+/// their total: where a read still needs 992 bytes or more once the buffer's unserved bytes
+/// are taken, the rest is a direct fill (keystream under the current key straight into it),
+/// so one `fill` of 4096 bytes and 4096 fills of one byte give different bytes. Reads below
+/// 992 bytes, integers and arrays included, give the same bytes however they are split.
 ///
 /// A `rand_core` 0.10 `SeedableRng` (32-byte seed), [`rand_core::Rng`] and
 /// [`rand_core::CryptoRng`]; with `rand_core_0_6`, `rand_core_0_9` those generations' traits,
@@ -194,7 +199,9 @@ pub struct FkeRng {
 }
 
 impl FkeRng {
-    /// Fills `dest` with the next `dest.len()` bytes of the stream. Never fails, never panics.
+    /// Fills `dest` with the next `dest.len()` bytes of the stream, past the buffer's unserved
+    /// bytes by a direct fill where 992 or more are still needed ([`FkeRng`]). Never fails,
+    /// never panics.
     #[inline]
     pub fn fill(&mut self, dest: &mut [u8]) {
         let Ok(()) = self

@@ -126,3 +126,35 @@ fn take_serves_the_next_bytes_and_zeroes_them() {
     check::<32>();
     check::<64>();
 }
+
+/// As `FkeRng`'s docs say: reads below 992 bytes give one stream however they are split; a
+/// read that still needs 992 bytes or more past the buffer's unserved bytes is a direct fill.
+#[test]
+fn the_stream_depends_on_the_split_only_through_direct_fills() {
+    let split = |sizes: &[usize]| {
+        let mut rng = FkeRng::from_seed([7; 32]);
+        let mut out = Vec::new();
+        for &n in sizes.iter().cycle().take(60) {
+            let mut buf = vec![0u8; n];
+            rng.fill(&mut buf);
+            out.extend_from_slice(&buf);
+        }
+        out.truncate(3000);
+        out
+    };
+    let ones = {
+        let mut rng = FkeRng::from_seed([7; 32]);
+        (0..3000).map(|_| rng.array::<1>()[0]).collect::<Vec<u8>>()
+    };
+    assert_eq!(split(&[991, 1, 500, 7, 64]), ones);
+    assert_eq!(split(&[100]), ones);
+    let mut whole = vec![0u8; 3000];
+    FkeRng::from_seed([7; 32]).fill(&mut whole);
+    assert_ne!(whole, ones, "one 3000-byte read is a direct fill");
+    // 10 bytes from the buffer, then 2990 still needed: a direct fill for those.
+    let mut rng = FkeRng::from_seed([7; 32]);
+    let mut parts = [vec![0u8; 10], vec![0u8; 2990]];
+    parts.iter_mut().for_each(|p| rng.fill(p));
+    assert_eq!(parts[0], ones[..10]);
+    assert_ne!(parts[1], ones[10..]);
+}
