@@ -45,6 +45,13 @@ pub fn parse_count(text: &str) -> Result<u64, String> {
         .find(|c: char| !c.is_ascii_digit())
         .unwrap_or(text.len());
     let (digits, suffix) = text.split_at(digits_end);
+    if digits.is_empty() && text.len() > 1 && text[1..].starts_with(|c: char| c.is_ascii_digit()) {
+        match text.as_bytes()[0] {
+            b'-' => return Err("a count cannot be negative".into()),
+            b'+' => return Err("a count takes no sign".into()),
+            _ => {}
+        }
+    }
     if digits.is_empty() {
         return Err(format!(
             "{text:?} is not a byte count (expected digits, e.g. 32 or 1MiB)"
@@ -150,5 +157,20 @@ mod tests {
             let e = parse_count(bad).expect_err(bad);
             assert!(!e.is_empty() && !e.contains('\n'), "{bad:?}: {e:?}");
         }
+    }
+
+    #[test]
+    fn signs_are_named() {
+        assert_eq!(parse_count("-4").unwrap_err(), "a count cannot be negative");
+        assert_eq!(
+            parse_count("-4KiB").unwrap_err(),
+            "a count cannot be negative"
+        );
+        assert_eq!(parse_count("+4").unwrap_err(), "a count takes no sign");
+        assert!(
+            parse_count("-")
+                .unwrap_err()
+                .contains("is not a byte count")
+        );
     }
 }

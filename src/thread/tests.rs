@@ -1089,7 +1089,10 @@ fn arrays_of_every_size_serve_the_next_bytes() {
         let n = N.min(rest.len());
         assert_eq!(got[..n], rest[..n], "N = {N}");
         if N > rest.len() {
-            assert!(got[n..].iter().any(|&b| b != 0), "N = {N}: keystream past the buffer");
+            assert!(
+                got[n..].iter().any(|&b| b != 0),
+                "N = {N}: keystream past the buffer"
+            );
         }
     }
     for try_it in [false, true] {
