@@ -12,7 +12,7 @@
 #       the call returns, and the thread is cancelled at its next cancellation point;
 #       with getrandom failing, arc4random aborts with its message, not cancelled inside;
 #     - every getrandom system call failing (strace fault injection): -1 and EIO, the
-#       buffer untouched, and a one-line message and SIGABRT from the void functions;
+#       buffer zeroed, and a one-line message and SIGABRT from the void functions;
 #     - a process that exits while 16 threads read, 8 of them making their first reads;
 #     - a C program that dlopens libfkrng_ffi.so (no static-TLS failure) and dlcloses it;
 #     - a Rust library embedding fkrng (ffi/plugin-check/, no -z nodelete), dlclosed while a

@@ -105,8 +105,9 @@ fn fill_failed(e: Error) -> ! {
     panic!("fkrng: {e}")
 }
 
-/// [`fill`], or the error that kept the thread from seeding: then nothing is written to
-/// `dest`, and the next call tries the OS again.
+/// [`fill`], or the error that kept the thread from seeding: then `dest` holds zeros (never
+/// output, whatever the read had copied before it found the state stale), and the next
+/// call tries the OS again.
 ///
 /// # Errors
 /// [`Error`] when the OS random source fails or returns only zero bytes where the thread must

@@ -17,6 +17,10 @@
 //!   that holds only `/dev/urandom` (no `/dev/random` to poll for the pool's readiness);
 //!   its threads' first reads must seed, with distinct output.
 //!
+//! - **A failed reseed.** With `getrandom` failing with `EIO`, a read that must reseed after
+//!   `reseed_all` returns the error and leaves zeros in the whole buffer, for reads served
+//!   from the buffer (whose bytes it copies before it finds the state stale) and past it.
+//!
 //! Where a scenario's preconditions are missing (seccomp filters refused, as under
 //! qemu-user; no permission to make a mount namespace) it prints why it was skipped.
 //! Runs without the test harness, so that the process is single-threaded when it forks.
@@ -53,9 +57,9 @@ mod linux {
     #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64", target_arch = "s390x")))]
     const AUDIT_ARCH: u32 = 0;
 
-    /// Makes `getrandom` fail with `ENOSYS` for this thread and the threads and processes it
+    /// Makes `getrandom` fail with `errno` for this thread and the threads and processes it
     /// makes from now on. Returns why it could not, if it could not.
-    fn refuse_getrandom() -> Result<(), String> {
+    fn refuse_getrandom(errno: i32) -> Result<(), String> {
         if AUDIT_ARCH == 0 {
             return Err("no audit architecture known for this target".into());
         }
@@ -79,7 +83,7 @@ mod linux {
             jump(AUDIT_ARCH, 0, 3),
             stmt(load, 0),
             jump(libc::SYS_getrandom as u32, 0, 1),
-            stmt(ret, libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32),
+            stmt(ret, libc::SECCOMP_RET_ERRNO | errno as u32),
             stmt(ret, libc::SECCOMP_RET_ALLOW),
         ];
         fkrng_test_support::seccomp::install(&mut program)?;
@@ -88,7 +92,7 @@ mod linux {
         // SAFETY: `probe` is valid for writes of 4 bytes.
         let r = unsafe { libc::syscall(libc::SYS_getrandom, probe.as_mut_ptr(), 4, 0) };
         let e = std::io::Error::last_os_error().raw_os_error();
-        if r != -1 || e != Some(libc::ENOSYS) {
+        if r != -1 || e != Some(errno) {
             return Err(format!(
                 "filter installed but getrandom returned {r} ({e:?})"
             ));
@@ -118,7 +122,7 @@ mod linux {
     }
 
     fn reused_descriptor() -> i32 {
-        if let Err(why) = refuse_getrandom() {
+        if let Err(why) = refuse_getrandom(libc::ENOSYS) {
             println!("  skipped: {why}");
             return SKIPPED;
         }
@@ -206,7 +210,7 @@ mod linux {
             println!("  skipped: bind mount: {}", std::io::Error::last_os_error());
             return SKIPPED;
         }
-        if let Err(why) = refuse_getrandom() {
+        if let Err(why) = refuse_getrandom(libc::ENOSYS) {
             println!("  skipped: {why}");
             return SKIPPED;
         }
@@ -285,7 +289,7 @@ mod linux {
             println!("  /dev/random is still there");
             return 1;
         }
-        if let Err(why) = refuse_getrandom() {
+        if let Err(why) = refuse_getrandom(libc::ENOSYS) {
             println!("  skipped: {why}");
             return SKIPPED;
         }
@@ -317,6 +321,36 @@ mod linux {
         }
     }
 
+    /// A read that must reseed (after `reseed_all`) while `getrandom` fails with `EIO`, of
+    /// sizes served from the buffer and past it: the error, and zeros in the whole buffer
+    /// given, whatever it held and whatever the read had copied before it found the state
+    /// stale.
+    fn failed_reseed_leaves_zeros() -> i32 {
+        fkrng::fill(&mut [0u8; 16]);
+        if let Err(why) = refuse_getrandom(libc::EIO) {
+            println!("  skipped: {why}");
+            return SKIPPED;
+        }
+        for len in [1, 16, 500, 992, 4096] {
+            fkrng::reseed_all();
+            let mut out = vec![0xee_u8; len];
+            match fkrng::try_fill(&mut out) {
+                Err(e) if e.raw_os_error() == Some(libc::EIO) && out.iter().all(|&b| b == 0) => {}
+                Err(e) if e.raw_os_error() == Some(libc::EIO) => {
+                    let kept = out.iter().filter(|&&b| b != 0).count();
+                    println!("  {len} bytes: the error left {kept} non-zero bytes");
+                    return 1;
+                }
+                other => {
+                    println!("  {len} bytes: {other:?}, not EIO");
+                    return 1;
+                }
+            }
+        }
+        println!("  ok: EIO and zeros for 1 to 4096 bytes");
+        PASSED
+    }
+
     /// Runs `scenario` in a forked child and returns its exit status. This process is
     /// single-threaded when it forks (no test harness, and scenarios join their threads), so
     /// the child may run ordinary code.
@@ -331,7 +365,7 @@ mod linux {
 
     pub(super) fn main() {
         type Scenario = (&'static str, fn() -> i32);
-        let scenarios: [Scenario; 3] = [
+        let scenarios: [Scenario; 4] = [
             (
                 "a reused descriptor number is never read as a seed",
                 reused_descriptor,
@@ -341,6 +375,10 @@ mod linux {
                 device_replaced_by_a_file,
             ),
             ("/dev/urandom alone (no /dev/random) seeds", only_urandom),
+            (
+                "a reseed that fails leaves zeros in the buffer",
+                failed_reseed_leaves_zeros,
+            ),
         ];
         let (mut passed, mut failed, mut skipped) = (0, 0, 0);
         for (name, scenario) in scenarios {

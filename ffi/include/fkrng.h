@@ -39,10 +39,11 @@ extern "C" {
 
 /*
  * Fills len bytes at buf with random bytes.
- * Returns 0 (errno unchanged), or -1 with errno set and nothing written to buf:
- *   EINVAL  buf is NULL while len is not 0, or len exceeds PTRDIFF_MAX;
+ * Returns 0 (errno unchanged), or -1 with errno set:
+ *   EINVAL  buf is NULL while len is not 0, or len exceeds PTRDIFF_MAX (nothing written);
  *   the kernel's error number (EIO if there is none) when the random source fails at a
- *   (re)seeding. The next call tries the kernel again.
+ *   (re)seeding: buf then holds len zero bytes, never output. The next call tries the
+ *   kernel again.
  * len 0 returns 0 and touches nothing.
  */
 int fkrng_fill(void *buf, size_t len);

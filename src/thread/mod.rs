@@ -208,12 +208,25 @@ fn fill_without_state(p: *mut ThreadState, dest: &mut [u8]) -> Result<(), Error>
         return Ok(());
     }
     if p == BUSY {
-        return one_off_fill(dest, crate::probe::Event::OneOffInterrupted);
+        return one_off_fill(dest, crate::probe::Event::OneOffInterrupted)
+            .map_err(|e| failed(dest, e));
     }
-    if p.is_null() && set_up(register_atfork, &STATES)?.is_some() {
-        return try_fill(dest);
+    if p.is_null() {
+        match set_up(register_atfork, &STATES) {
+            Ok(Some(_)) => return try_fill(dest),
+            Ok(None) => {}
+            Err(e) => return Err(failed(dest, e)),
+        }
     }
-    one_off_fill(dest, crate::probe::Event::OneOffUnavailable)
+    one_off_fill(dest, crate::probe::Event::OneOffUnavailable).map_err(|e| failed(dest, e))
+}
+
+/// A failed fill's error, with `dest` zeroed: every read that returns an error leaves
+/// zeros in `dest`, whatever it had copied there before it failed.
+#[cold]
+fn failed(dest: &mut [u8], e: Error) -> Error {
+    zeroize::Zeroize::zeroize(dest);
+    e
 }
 
 /// Registers the fork handlers (`register`), then leases this thread's slot from `pool`.

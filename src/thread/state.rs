@@ -69,7 +69,8 @@ impl ThreadState {
     }
 
     /// (Re)seeds a state that is unseeded, from an older epoch or another VM generation, then
-    /// fills, reseeding periodically before a refill or direct fill.
+    /// fills, reseeding periodically before a refill or direct fill. On error `dest` is zeroed
+    /// (it may hold bytes copied from a stale state before the read found it stale).
     #[cold]
     #[inline(never)]
     pub(super) fn fill_slow(
@@ -85,13 +86,17 @@ impl ThreadState {
         // An interrupted read is served again, twice here at most, then by the one-off path,
         // so that `reseed_all` called without pause cannot keep a large read going round.
         for _ in 0..2 {
-            if !self.fill_once(dest, os, clock)? || self.current() {
-                return Ok(());
+            match self.fill_once(dest, os, clock) {
+                Ok(false) => return Ok(()),
+                Ok(true) if self.current() => return Ok(()),
+                Ok(true) => {}
+                Err(e) => return Err(super::failed(dest, e)),
             }
             dest.zeroize();
             crate::probe::count(crate::probe::Event::DiscardedRead);
         }
         one_off_fill(dest, crate::probe::Event::OneOffInterrupted)
+            .map_err(|e| super::failed(dest, e))
     }
 
     /// One try of [`Self::fill_slow`]: (re)seeds when needed, then fills. `Ok(true)` when

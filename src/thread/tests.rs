@@ -103,7 +103,7 @@ fn unseeded_state_with_failing_os_emits_nothing() {
     let mut st = ThreadState::zeroed();
     let mut os = FakeEntropy::failing();
     let clock = FakeClock(Cell::new(0));
-    let mut out = [0u8; 16];
+    let mut out = [0xeeu8; 16];
     assert!(st.fill_slow(&mut out, &mut os, &clock).is_err());
     assert_eq!(out, [0u8; 16]);
     assert!(!st.life.seeded);
@@ -114,7 +114,7 @@ fn unseeded_state_with_failing_os_emits_nothing() {
 fn all_zero_entropy_is_refused() {
     let _epoch = steady_epoch();
     let mut st = ThreadState::zeroed();
-    let mut out = [0u8; 8];
+    let mut out = [0xeeu8; 8];
     let err = st
         .fill_slow(
             &mut out,
@@ -135,7 +135,7 @@ fn epoch_change_reseeds_before_output_and_failure_is_fatal() {
     read(&mut st, 16, &mut os, &clock);
     st.life.epoch = st.life.epoch.wrapping_sub(1); // as if `reseed_all` or a fork ran
     os.fail = true;
-    let mut out = [0u8; 16];
+    let mut out = [0xeeu8; 16];
     assert!(st.fill_slow(&mut out, &mut os, &clock).is_err());
     assert_eq!(out, [0u8; 16]);
     os.fail = false;
@@ -157,7 +157,7 @@ fn generation_change_reseeds_before_output_and_failure_is_fatal() {
     // As if a snapshot restore had changed the VM generation counter.
     st.life.generation = st.life.generation.wrapping_add(1);
     os.fail = true;
-    let mut out = [0u8; 16];
+    let mut out = [0xeeu8; 16];
     assert!(st.fill_slow(&mut out, &mut os, &clock).is_err());
     assert_eq!(out, [0u8; 16], "nothing served from the restored state");
     assert_eq!(st.fke.available(), buffer_left);
