@@ -49,18 +49,29 @@ impl FkeState {
 
     /// The negated count, read once (volatile: no add-to-memory reloads it): a signal handler
     /// interrupting a read may `clone` a child whose state is wiped on fork, and the child must
-    /// store the count its bytes came from, not one made from its zero (past the buffer).
+    /// test, slice and store the count its bytes came from, not one made from its zero (past
+    /// the buffer). Every read of the count that a serve uses is this one.
     #[inline(always)]
     fn neg_avail_once(&self) -> usize {
         // SAFETY: an initialised, aligned field, read through a pointer made from a reference.
         unsafe { core::ptr::read_volatile(&raw const self.neg_avail) }
     }
 
-    /// Copies `dest.len()` bytes out of the buffer, zeroed there (caller: `dest.len() <= avail`).
+    /// Copies `dest.len()` bytes out of the buffer, zeroed there, if that many are unserved;
+    /// `false` (nothing copied) otherwise. The count is read once: see [`Self::neg_avail_once`].
     #[inline(always)]
-    pub(crate) fn serve(&mut self, dest: &mut [u8]) {
+    pub(crate) fn serve(&mut self, dest: &mut [u8]) -> bool {
         let avail = self.neg_avail_once().wrapping_neg();
-        debug_assert!(dest.len() <= avail);
+        if dest.len() > avail {
+            return false;
+        }
+        self.serve_from(dest, avail);
+        true
+    }
+
+    /// [`Self::serve`] with the count `avail` (`dest.len() <= avail`) already read.
+    #[inline(always)]
+    fn serve_from(&mut self, dest: &mut [u8], avail: usize) {
         // Sliced so that the bounds checks fold into the caller's `dest.len() <= avail`.
         let buffer = self.block.as_flattened_mut();
         let unserved = &mut buffer[REFILL_LEN - avail..];
@@ -105,11 +116,11 @@ impl FkeState {
         mut before_keystream: impl FnMut(&mut Self, usize) -> Result<(), E>,
     ) -> Result<(), E> {
         while !dest.is_empty() {
-            let avail = self.available();
+            let avail = self.neg_avail_once().wrapping_neg();
             if avail > 0 {
                 let m = dest.len().min(avail);
                 let (now, rest) = dest.split_at_mut(m);
-                self.serve(now);
+                self.serve_from(now, avail);
                 dest = rest;
             } else if dest.len() >= BUFFER_LEN {
                 before_keystream(self, KEY_LEN + dest.len())?;

@@ -39,8 +39,7 @@ impl ThreadState {
     /// and the request served again from a reseeded state ([`Self::discard_and_fill`]).
     #[inline(always)]
     pub(super) fn fill(&mut self, dest: &mut [u8]) -> Result<(), Error> {
-        if dest.len() <= self.fke.available() {
-            self.fke.serve(dest);
+        if self.fke.serve(dest) {
             crate::probe::at(crate::probe::Point::AfterCopy);
             if self.current() {
                 return Ok(());

@@ -1,7 +1,7 @@
 //! The fast paths interrupted after each of their instructions: with the trap flag set, the
-//! CPU raises `SIGTRAP` after every instruction of a `u64()` read (the `asm!` block) or of an
-//! `array::<16>()` read (the Rust path), and at one of them the handler forks, makes a raw
-//! `clone` or reads.
+//! CPU raises `SIGTRAP` after every instruction of a `u64()` read (the `asm!` block), of an
+//! `array::<16>()` read or of a 16-byte `fill` (the Rust paths), and at one of them the
+//! handler forks, makes a raw `clone` or reads.
 
 use crate::test_hooks::process::in_new_process;
 use std::sync::Mutex;
@@ -52,20 +52,31 @@ extern "C" fn on_trap(_: libc::c_int) {
     }
 }
 
-/// One `u64()` (or, `wide`, the first 8 bytes of an `array::<16>()`) with the trap flag set
-/// around it. Never inlined: every call runs the same instructions, so trap `n` is the same
-/// instruction in each.
+/// How a stepped read reads: `u64()` (the `asm!` block), or the first 8 bytes of an
+/// `array::<16>()` or of a 16-byte `fill` (the Rust paths).
+#[derive(Clone, Copy, Debug)]
+enum Reader {
+    U64,
+    Array16,
+    Fill16,
+}
+
+/// One read by `reader` with the trap flag set around it. Never inlined: every call runs the
+/// same instructions, so trap `n` is the same instruction in each.
 #[inline(never)]
-fn stepped_read(wide: bool) -> u64 {
+fn stepped_read(reader: Reader) -> u64 {
     STEPS.store(0, SeqCst);
     // SAFETY: sets the trap flag of RFLAGS through the stack; the SIGTRAP handler installed by
     // the test returns to each trapped instruction.
     unsafe { core::arch::asm!("pushfq", "or qword ptr [rsp], 0x100", "popfq") };
-    let value = if wide {
-        let bytes: [u8; 16] = crate::array();
-        u64::from_le_bytes(bytes[..8].try_into().unwrap())
-    } else {
-        crate::u64()
+    let value = match reader {
+        Reader::U64 => crate::u64(),
+        Reader::Array16 => u64::from_le_bytes(crate::array::<16>()[..8].try_into().unwrap()),
+        Reader::Fill16 => {
+            let mut bytes = [0u8; 16];
+            crate::fill(&mut bytes);
+            u64::from_le_bytes(bytes[..8].try_into().unwrap())
+        }
     };
     // SAFETY: clears the trap flag again.
     unsafe { core::arch::asm!("pushfq", "and qword ptr [rsp], -0x101", "popfq") };
@@ -86,7 +97,7 @@ fn next_held() -> u64 {
 /// A stepped read during which the handler does `action` at trap `step`: the read's result,
 /// the child's (for a fork or clone) or the handler's (for a read), and the bytes the state held
 /// for the read; `None` when the read ended before that trap.
-fn interrupted_at(step: u32, action: u8, wide: bool) -> Option<(u64, u64, u64)> {
+fn interrupted_at(step: u32, action: u8, reader: Reader) -> Option<(u64, u64, u64)> {
     let held = next_held();
     let mut fds = [0; 2];
     // SAFETY: `fds` has room for the two descriptors.
@@ -95,7 +106,7 @@ fn interrupted_at(step: u32, action: u8, wide: bool) -> Option<(u64, u64, u64)> 
     HANDLER_READ.store(0, SeqCst);
     ACTION.store(action, SeqCst);
     ACT_AT.store(step, SeqCst);
-    let out = stepped_read(wide);
+    let out = stepped_read(reader);
     let acted = STEPS.load(SeqCst) > step;
     ACT_AT.store(u32::MAX, SeqCst);
     let pid = FORKED.load(SeqCst);
@@ -111,7 +122,11 @@ fn interrupted_at(step: u32, action: u8, wide: bool) -> Option<(u64, u64, u64)> 
     unsafe {
         libc::close(fds[1]);
         if pid > 0 {
-            assert_eq!(libc::read(fds[0], (&raw mut theirs).cast(), 8), 8);
+            let n = libc::read(fds[0], (&raw mut theirs).cast(), 8);
+            assert_eq!(
+                n, 8,
+                "action {action}, trap {step}: the child ended without a result"
+            );
             libc::waitpid(pid as libc::pid_t, core::ptr::null_mut(), 0);
         }
         libc::close(fds[0]);
@@ -135,17 +150,28 @@ fn a_read_trapped_at_any_instruction_is_never_served_twice() {
     // and does what a handler may there: atomics, fkrng's reads, `fork`, a raw `clone`, and a
     // mutex the stepped code never holds.
     unsafe { fkrng_test_support::signals::on_signal(libc::SIGTRAP, on_trap, 0) };
+    // A child whose resumed read panics ends at once (its trap flag still set, unwinding would
+    // take minutes), and the parent finds no result in the pipe.
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if FORKED.load(SeqCst) == 0 {
+            // SAFETY: ends the forked child at once; it shares nothing the parent waits on
+            // but the pipe, which then reads as closed.
+            unsafe { libc::_exit(101) };
+        }
+        default_hook(info)
+    }));
     let mut actions = vec![FORK, READ];
     if super::super::tests::madvise_honoured("a raw clone at each trap") {
         actions.push(RAW_CLONE);
     }
     let mut failed = Vec::new();
-    for wide in [false, true] {
+    for reader in [Reader::U64, Reader::Array16, Reader::Fill16] {
         // The second of two reads: the first may take traps of its own (lazy binding).
         for _ in 0..2 {
             next_held();
             BUSY_TRAPS.lock().unwrap().clear();
-            stepped_read(wide);
+            stepped_read(reader);
         }
         let busy = BUSY_TRAPS.lock().unwrap().clone();
         let traps = STEPS.load(SeqCst);
@@ -154,9 +180,9 @@ fn a_read_trapped_at_any_instruction_is_never_served_twice() {
             // The first trap whose fork or clone came after the check.
             let mut after_check = None;
             let mut step = 0;
-            while let Some((out, theirs, held)) = interrupted_at(step, action, wide) {
+            while let Some((out, theirs, held)) = interrupted_at(step, action, reader) {
                 let case = format!(
-                    "wide {wide}, {traps} traps, BUSY at {busy:?}, action {action}, trap {step}: \
+                    "{reader:?}, {traps} traps, BUSY at {busy:?}, action {action}, trap {step}: \
                      {out:#x}, {theirs:#x}, held {held:#x}"
                 );
                 if out == 0 || theirs == 0 || out == theirs && action == READ {
@@ -175,17 +201,17 @@ fn a_read_trapped_at_any_instruction_is_never_served_twice() {
             }
             match after_check {
                 None if action != READ => {
-                    failed.push(format!("wide {wide}, action {action}: no check"))
+                    failed.push(format!("{reader:?}, action {action}: no check"))
                 }
                 Some((at, busy_there)) if !busy_there || at < busy[0] + 4 => failed.push(format!(
-                    "wide {wide}, action {action}: the check at trap {at} is not between the copy \
+                    "{reader:?}, action {action}: the check at trap {at} is not between the copy \
                      and the slot's return"
                 )),
                 _ => {}
             }
             if step <= *busy.last().unwrap() {
                 failed.push(format!(
-                    "wide {wide}, action {action}: the read ended at trap {step}"
+                    "{reader:?}, action {action}: the read ended at trap {step}"
                 ));
             }
         }
