@@ -40,9 +40,8 @@ impl FkeState {
         FkeState { block, neg_avail }
     }
 
-    /// Unserved bytes in the buffer (0 to 992).
-    #[inline]
-    #[cfg_attr(not(feature = "std"), allow(dead_code))] // used by the thread-local generator
+    /// Unserved bytes in the buffer (0 to 992), for the tests (a serve reads the count itself).
+    #[cfg(any(test, fuzzing, fkrng_test_hooks))]
     pub(crate) fn available(&self) -> usize {
         self.neg_avail.wrapping_neg()
     }
@@ -60,6 +59,7 @@ impl FkeState {
     /// Copies `dest.len()` bytes out of the buffer, zeroed there, if that many are unserved;
     /// `false` (nothing copied) otherwise. The count is read once: see [`Self::neg_avail_once`].
     #[inline(always)]
+    #[cfg_attr(not(feature = "std"), allow(dead_code))] // used by the thread-local generator
     pub(crate) fn serve(&mut self, dest: &mut [u8]) -> bool {
         let avail = self.neg_avail_once().wrapping_neg();
         if dest.len() > avail {

@@ -58,6 +58,8 @@ pub(crate) enum Point {
     BeforeCopy = 1,
     /// After the copy, before the state is checked for a fork or restore.
     AfterCopy = 2,
+    /// After a reseed of a thread's state mixed its seed into the key.
+    AfterSeed = 3,
 }
 
 /// Runs the hook armed for `point`, once (unit tests only).

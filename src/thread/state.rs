@@ -144,20 +144,42 @@ impl ThreadState {
     ) -> Result<(), Error> {
         let epoch = fork::epoch();
         let generation = snapshot::settled_generation();
-        let seeded = self.life.seeded;
-        let draw = mix_fresh_seed(&mut self.fke, seeded, |s| {
-            if seeded {
+        let before = (self.life.seeded, self.life.epoch, self.life.generation);
+        // Stamped before the key changes, and never after: a handler's raw `clone` that wipes
+        // the child's state from here on leaves it unseeded at epoch 0, which no later store
+        // of this call undoes, so the child's read is discarded and served again. (Stamped
+        // after, a wipe between the key's mix and the stamps made a child that served
+        // keystream under the all-zero key.) A reseed from a fork handler gives parent and
+        // child one key: epoch 0, which no process-wide epoch ever is, makes both reseed again
+        // at their next read.
+        self.life.seeded = true;
+        self.life.epoch = if fork::fork_under_way() { 0 } else { epoch };
+        self.life.generation = generation;
+        compiler_fence(Ordering::SeqCst);
+        let mixed = mix_fresh_seed(&mut self.fke, before.0, |s| {
+            if before.0 {
                 os.seed(s)
             } else {
                 os.seed_new_thread(s)
             }
-        })?;
-        self.life.seeded = true;
-        // A reseed from a fork handler gives parent and child one key: epoch 0, which no
-        // process-wide epoch ever is, makes both reseed again at their next read.
-        self.life.epoch = if fork::fork_under_way() { 0 } else { epoch };
-        self.life.generation = generation;
-        self.life.restart(draw, clock.now_ns());
-        Ok(())
+        });
+        compiler_fence(Ordering::SeqCst);
+        crate::probe::at(crate::probe::Point::AfterSeed);
+        match mixed {
+            Ok(draw) => {
+                self.life.restart(draw, clock.now_ns());
+                Ok(())
+            }
+            Err(e) => {
+                // The key is unchanged: so are its stamps. `seeded` is stored only as false:
+                // a child wiped meanwhile keeps it false, which makes its next read seed
+                // whatever epoch it holds.
+                if !before.0 {
+                    self.life.seeded = false;
+                }
+                (self.life.epoch, self.life.generation) = (before.1, before.2);
+                Err(e)
+            }
+        }
     }
 }

@@ -929,6 +929,10 @@ fn read_interrupted_by_fork(
     let (rest, _, _) = crate::test_hooks::lifecycle::unreseeded_continuation().unwrap();
     assert!(rest.len() >= 16, "the next read is served from the buffer");
     let held: [u8; 16] = rest[..16].try_into().unwrap();
+    if point == crate::probe::Point::AfterSeed {
+        // The read must reseed to reach the point.
+        crate::reseed_all();
+    }
     let mut fds = [0; 2];
     // SAFETY: `fds` has room for the two descriptors.
     assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
@@ -973,13 +977,14 @@ fn read_interrupted_by_fork(
 }
 
 /// A read interrupted by a signal handler that forks, by `fork()` or by a raw `clone`,
-/// before or after its bytes are copied: parent and child both return fresh bytes of
-/// their own, never the bytes the state held when the read began (which both processes
-/// copied) and never the zeros a child's copy from its wiped state makes.
+/// before or after its bytes are copied, or in its reseed once the seed is in the key:
+/// parent and child both return fresh bytes of their own, never the bytes the state held
+/// when the read began (which both processes copied), never the zeros a child's copy from
+/// its wiped state makes, and never the all-zero key's keystream.
 #[cfg(all(target_os = "linux", fkrng_test_hooks))]
 #[test]
 fn a_read_interrupted_by_a_fork_in_a_signal_handler_is_served_again() {
-    use crate::probe::Point::{AfterCopy, BeforeCopy};
+    use crate::probe::Point::{AfterCopy, AfterSeed, BeforeCopy};
     if in_new_process(
         "thread::tests::a_read_interrupted_by_a_fork_in_a_signal_handler_is_served_again",
     )
@@ -1009,6 +1014,14 @@ fn a_read_interrupted_by_a_fork_in_a_signal_handler_is_served_again() {
             ]);
         }
     }
+    // A reseed (after `reseed_all`) interrupted once its seed is in the key.
+    cases.push((AfterSeed, false, false, false));
+    if raw_clone_too {
+        cases.push((AfterSeed, true, false, false));
+        cases.push((AfterSeed, true, true, false));
+    }
+    // The all-zero key's first bytes, which a child must never return.
+    let zero_key: [u8; 16] = <crate::FkeRng as rand_core::SeedableRng>::from_seed([0; 32]).array();
     // Every case is run and checked; the failures are reported together.
     let mut failed = Vec::new();
     for (point, raw_clone, fixed, read_in_child) in cases {
@@ -1033,12 +1046,15 @@ fn a_read_interrupted_by_a_fork_in_a_signal_handler_is_served_again() {
         check(parent != [0u8; 16], "the parent's read is zero");
         check(parent != child, "parent and child read the same bytes");
         check(child != held, "the child returned the state's bytes");
+        check(child != zero_key, "the child served the all-zero key");
         if !raw_clone {
             // `fork()` moved the parent's epoch too (its prepare handler).
             check(parent != held, "the parent returned the state's bytes");
+            // After `reseed_all` the copy from the stale state is discarded first.
+            let discards = if point == AfterSeed { 2 } else { 1 };
             check(
-                crate::test_hooks::counters::discarded_reads() == discarded + 1,
-                "the parent did not discard its read once",
+                crate::test_hooks::counters::discarded_reads() == discarded + discards,
+                "the parent did not discard its read once (after a fork)",
             );
         }
     }
