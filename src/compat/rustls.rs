@@ -19,8 +19,8 @@ use ::rustls::crypto::{GetRandomFailed, SecureRandom};
 /// ```
 ///
 /// # Errors
-/// `fill` returns [`GetRandomFailed`], having written nothing, when the thread cannot seed
-/// or reseed from the OS (as [`crate::try_fill`]); rustls then aborts the handshake.
+/// `fill` returns [`GetRandomFailed`], with zeros in `buf`, when the thread cannot seed or
+/// reseed from the OS (as [`crate::try_fill`]); rustls then aborts the handshake.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct RustlsRandom;
 

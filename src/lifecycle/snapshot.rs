@@ -34,7 +34,8 @@ const MANUAL_ONLY: u8 = 3;
 static PROBE: AtomicU8 = AtomicU8::new(UNKNOWN);
 
 /// The snapshot protection in force for this process's thread-local generators; `None`
-/// until the first thread has seeded (the device is probed then), and while the probe's
+/// until a thread first tries to seed (the device is probed then, before the OS is read:
+/// also when that read then fails), and while the probe's
 /// answer was one that can change (no permission, `EACCES` or `EPERM`; `EMFILE`, `ENFILE`,
 /// `ENOMEM`, `EINTR`, `EAGAIN`: the next seed probes again). Never fails or panics:
 /// anything but a usable device on little-endian 64-bit Linux reports
