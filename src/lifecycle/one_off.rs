@@ -22,6 +22,8 @@ pub(crate) fn one_off_fill(dest: &mut [u8], why: crate::probe::Event) -> Result<
     // compared, not the epoch, which `reseed_all` also moves. (A raw `clone` is not seen.)
     loop {
         let (forks, generation) = (fork::forks(), snapshot::generation());
+        // The counts before the seed's read, which a fork or restore after them must follow.
+        core::sync::atomic::compiler_fence(core::sync::atomic::Ordering::SeqCst);
         one_off_once(dest)?;
         core::sync::atomic::compiler_fence(core::sync::atomic::Ordering::SeqCst);
         if forks == fork::forks() && generation == snapshot::generation() {

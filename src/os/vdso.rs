@@ -7,7 +7,7 @@ use crate::error::Error;
 use core::cell::Cell;
 use core::ffi::{c_uint, c_void};
 use core::ptr::null_mut;
-use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering, compiler_fence};
 
 /// `vgetrandom(buffer, len, flags, opaque_state, opaque_len)`: bytes written, or -errno.
 type VGetrandom = unsafe extern "C" fn(*mut c_void, usize, c_uint, *mut c_void, usize) -> isize;
@@ -203,8 +203,10 @@ pub(super) fn fill(dest: &mut [u8], epoch: u64) -> Option<Result<(), Error>> {
 /// Runs `f` with a free state leased to it alone, and its index; `None` without a free state.
 fn leased<R>(f: impl FnOnce(*mut c_void, usize) -> R) -> Option<R> {
     let page = state_page()?;
-    // Counted around claim and release, for a fork from a signal handler in between.
+    // Counted around claim and release, for a fork from a signal handler in between; the
+    // fences keep the count's stores outside the claim's and the release's.
     LEASES.with(|l| l.set(l.get() + 1));
+    compiler_fence(Ordering::SeqCst);
     let states = STATES.load(Ordering::Relaxed) as usize;
     let result = claims::claim(&CLAIMS, states).map(|index| {
         // SAFETY: `index < STATES`, and STATES states of `STATE_LEN` bytes fit in the
@@ -214,6 +216,7 @@ fn leased<R>(f: impl FnOnce(*mut c_void, usize) -> R) -> Option<R> {
         claims::release(&CLAIMS, index);
         result
     });
+    compiler_fence(Ordering::SeqCst);
     LEASES.with(|l| l.set(l.get() - 1));
     result
 }
