@@ -4,7 +4,6 @@
 
 use crate::claims;
 use crate::error::Error;
-use core::cell::Cell;
 use core::ffi::{c_uint, c_void};
 use core::ptr::null_mut;
 use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering, compiler_fence};
@@ -34,7 +33,8 @@ static CLAIMS: [AtomicUsize; 1] = [AtomicUsize::new(0)];
 
 std::thread_local! {
     /// Leases under way on this thread (2 if a signal handler's interrupted one); no destructor.
-    static LEASES: Cell<u32> = const { Cell::new(0) };
+    /// An atomic (relaxed) because a handler on this thread reads it (`reset_after_fork`).
+    static LEASES: AtomicU32 = const { AtomicU32::new(0) };
 }
 
 /// The vDSO's `getrandom`, looked up at the first call and remembered.
@@ -205,7 +205,7 @@ fn leased<R>(f: impl FnOnce(*mut c_void, usize) -> R) -> Option<R> {
     let page = state_page()?;
     // Counted around claim and release, for a fork from a signal handler in between; the
     // fences keep the count's stores outside the claim's and the release's.
-    LEASES.with(|l| l.set(l.get() + 1));
+    LEASES.with(|l| l.store(l.load(Ordering::Relaxed) + 1, Ordering::Relaxed));
     compiler_fence(Ordering::SeqCst);
     let states = STATES.load(Ordering::Relaxed) as usize;
     let result = claims::claim(&CLAIMS, states).map(|index| {
@@ -217,7 +217,7 @@ fn leased<R>(f: impl FnOnce(*mut c_void, usize) -> R) -> Option<R> {
         result
     });
     compiler_fence(Ordering::SeqCst);
-    LEASES.with(|l| l.set(l.get() - 1));
+    LEASES.with(|l| l.store(l.load(Ordering::Relaxed) - 1, Ordering::Relaxed));
     result
 }
 
@@ -271,7 +271,7 @@ pub(crate) fn close() {
 /// fork interrupted a lease of this thread, whose claim is unknown; then every claim stays,
 /// those states unused, never shared. Async-signal-safe: a thread-local read, a store.
 pub(crate) fn reset_after_fork() {
-    if LEASES.try_with(Cell::get).unwrap_or(1) == 0 {
+    if LEASES.try_with(|l| l.load(Ordering::Relaxed)).unwrap_or(1) == 0 {
         claims::reset(&CLAIMS, None);
     }
 }

@@ -18,7 +18,7 @@ use crate::os::pages::Advice;
 use crate::pool::{Lease, StatePool};
 use core::cell::Cell;
 use core::ptr;
-use core::sync::atomic::{Ordering, compiler_fence};
+use core::sync::atomic::{AtomicPtr, Ordering, compiler_fence};
 pub(crate) use state::ThreadState;
 
 /// Marks a slot whose state was released at thread exit (or is being set up).
@@ -77,7 +77,9 @@ unsafe extern "C" fn release_at_exit(_: *mut core::ffi::c_void) {
 /// its slot is the one its owner holds. Async-signal-safe.
 extern "C" fn atfork_child() {
     fork::in_child();
-    let mut p = STATE.try_with(|t| t.slot.get()).unwrap_or(UNAVAILABLE);
+    let mut p = STATE
+        .try_with(|t| t.slot.load(Ordering::Relaxed))
+        .unwrap_or(UNAVAILABLE);
     if p == BUSY {
         // Set up before (BUSY follows a set-up), so the owner is live: no destructor to register.
         p = OWNER
@@ -117,22 +119,25 @@ pub(crate) struct ThreadSlot {
     /// This thread's slot: null before the first read, [`BUSY`] while a read runs
     /// ([`enter`]; not in the wipe-on-fork slot, so a child forked by a handler mid-read keeps
     /// it: docs/DESIGN.md, "The flag protocol"), [`UNAVAILABLE`] after thread exit.
-    slot: Cell<*mut ThreadState>,
+    /// An atomic (relaxed: plain loads and stores) because this thread's signal handlers read
+    /// and write it too; the fences around its stores order the state's accesses.
+    slot: AtomicPtr<ThreadState>,
 }
 
 std::thread_local! {
-    pub(crate) static STATE: ThreadSlot = const { ThreadSlot { slot: Cell::new(ptr::null_mut()) } };
+    pub(crate) static STATE: ThreadSlot =
+        const { ThreadSlot { slot: AtomicPtr::new(ptr::null_mut()) } };
     pub(crate) static OWNER: Owner = const { Owner(Cell::new(None)) };
 }
 
 #[inline(always)]
 pub(crate) fn slot() -> *mut ThreadState {
-    STATE.with(|t| t.slot.get())
+    STATE.with(|t| t.slot.load(Ordering::Relaxed))
 }
 
 #[inline(always)]
 fn set_slot(p: *mut ThreadState) {
-    STATE.with(|t| t.slot.set(p));
+    STATE.with(|t| t.slot.store(p, Ordering::Relaxed));
 }
 
 /// Fills `dest` from the calling thread's generator. Always inlined, so that a read of a
