@@ -61,6 +61,25 @@ enum Reader {
     Fill16,
 }
 
+/// [`on_trap`] entered with the stack aligned to 16 bytes, as the System V ABI promises a
+/// handler: qemu-user 7.2 delivers x86-64 signals 8 bytes off it, and code that a `fork()`
+/// from the handler runs (the atfork handlers) may then fault on an aligned SSE store.
+#[unsafe(naked)]
+extern "C" fn on_trap_aligned(_: libc::c_int) {
+    // The frame pointer keeps the entry stack pointer; `on_trap` gets its argument in edi
+    // untouched and returns through the restored stack.
+    core::arch::naked_asm!(
+        "push rbp",
+        "mov rbp, rsp",
+        "and rsp, -16",
+        "call {handler}",
+        "mov rsp, rbp",
+        "pop rbp",
+        "ret",
+        handler = sym on_trap,
+    );
+}
+
 /// One read by `reader` with the trap flag set around it. Never inlined: every call runs the
 /// same instructions, so trap `n` is the same instruction in each.
 #[inline(never)]
@@ -125,7 +144,7 @@ fn interrupted_at(step: u32, action: u8, reader: Reader) -> Option<(u64, u64, u6
             let n = libc::read(fds[0], (&raw mut theirs).cast(), 8);
             assert_eq!(
                 n, 8,
-                "action {action}, trap {step}: the child ended without a result"
+                "{reader:?}, action {action}, trap {step}: the child ended without a result"
             );
             libc::waitpid(pid as libc::pid_t, core::ptr::null_mut(), 0);
         }
@@ -146,10 +165,10 @@ fn a_read_trapped_at_any_instruction_is_never_served_twice() {
     if in_new_process(name).is_some() {
         return;
     }
-    // SAFETY: `on_trap` runs only inside the stepped read (only the trap flag raises SIGTRAP)
-    // and does what a handler may there: atomics, fkrng's reads, `fork`, a raw `clone`, and a
-    // mutex the stepped code never holds.
-    unsafe { fkrng_test_support::signals::on_signal(libc::SIGTRAP, on_trap, 0) };
+    // SAFETY: `on_trap` (through `on_trap_aligned`) runs only inside the stepped read (only
+    // the trap flag raises SIGTRAP) and does what a handler may there: atomics, fkrng's
+    // reads, `fork`, a raw `clone`, and a mutex the stepped code never holds.
+    unsafe { fkrng_test_support::signals::on_signal(libc::SIGTRAP, on_trap_aligned, 0) };
     // A child whose resumed read panics ends at once (its trap flag still set, unwinding would
     // take minutes), and the parent finds no result in the pipe.
     let default_hook = std::panic::take_hook();
