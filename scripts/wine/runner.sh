@@ -29,4 +29,8 @@ dll=$state/bcryptprimitives.dll
 exe=$1
 shift
 cp -f "$dll" "$(dirname "$exe")/bcryptprimitives.dll"
+# A server that outlives each test binary by 30 s: a binary started while the last one's
+# server was shutting down lost its connection ("wine client error: recvmsg"). Where one is
+# already running this one exits at once.
+wineserver -p30 2>/dev/null || true
 exec "$wine64" "$exe" "$@"
