@@ -45,7 +45,8 @@ pub fn parse_count(text: &str) -> Result<u64, String> {
         .find(|c: char| !c.is_ascii_digit())
         .unwrap_or(text.len());
     let (digits, suffix) = text.split_at(digits_end);
-    if digits.is_empty() && text.len() > 1 && text[1..].starts_with(|c: char| c.is_ascii_digit()) {
+    // Bytes, not a slice: the first character may be more than one byte long.
+    if digits.is_empty() && text.as_bytes().get(1).is_some_and(u8::is_ascii_digit) {
         match text.as_bytes()[0] {
             b'-' => return Err("a count cannot be negative".into()),
             b'+' => return Err("a count takes no sign".into()),
@@ -138,6 +139,8 @@ mod tests {
             "1.5",
             "1,5",
             "1 KiB",
+            "é1",
+            "\u{3fa}@3?",
             "1kib",
             "1KIB",
             "1b",
