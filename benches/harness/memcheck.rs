@@ -48,7 +48,7 @@ fn worker(id: usize, late: mpsc::Sender<[u8; 32]>) -> Vec<[u8; 32]> {
     out.push(fkrng::array());
     let words = [fkrng::u64(), fkrng::u64(), fkrng::u64(), fkrng::u64()];
     let mut w = [0u8; 32];
-    for (c, v) in w.chunks_exact_mut(8).zip(words) {
+    for (c, v) in w.as_chunks_mut::<8>().0.iter_mut().zip(words) {
         c.copy_from_slice(&v.to_le_bytes());
     }
     out.push(w);

@@ -26,7 +26,7 @@ pub(crate) fn diversifier(d: &mut [u8; KEY_LEN], cpu_rng: bool) {
 /// adds nothing rather than a known value. Every copy of a word made here is wiped.
 fn mix_cpu_words(out: &mut [u8], mut next: impl FnMut() -> Option<u64>) {
     let mut previous = None;
-    for chunk in out.chunks_exact_mut(8) {
+    for chunk in out.as_chunks_mut::<8>().0 {
         let word = next().filter(|&w| w != 0 && w != u64::MAX && Some(w) != previous);
         previous = word.or(previous);
         let mut bytes = word.unwrap_or(0).to_le_bytes();

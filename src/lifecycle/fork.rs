@@ -50,6 +50,9 @@ extern "C" fn atfork_prepare() {
 
 /// The parent handler: this fork is no longer under way (the count never goes below 0).
 extern "C" fn atfork_parent() {
+    // `try_update`, the new name (Rust 1.95; the old one is deprecated from 1.99), is
+    // newer than the minimum supported Rust (1.89).
+    #[allow(deprecated)]
     let _ = FORKS_UNDER_WAY.fetch_update(Relaxed, Relaxed, |n| n.checked_sub(1));
 }
 

@@ -42,7 +42,7 @@ pub fn rounds(
 ) {
     let word = |b: &[u8]| u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
     input[..4].copy_from_slice(&CONSTANTS);
-    for (w, bytes) in input[4..12].iter_mut().zip(key.chunks_exact(4)) {
+    for (w, bytes) in input[4..12].iter_mut().zip(key.as_chunks::<4>().0) {
         *w = word(bytes);
     }
     input[12] = counter as u32;
@@ -69,7 +69,12 @@ pub fn block(key: &[u8; KEY_LEN], counter: u64, nonce: &[u8; 8]) -> [u8; BLOCK_L
     let (mut input, mut state) = ([0u32; 16], [0u32; 16]);
     rounds(key, counter, nonce, &mut input, &mut state, |_| ());
     let mut out = [0u8; BLOCK_LEN];
-    for (bytes, (s, i)) in out.chunks_exact_mut(4).zip(state.iter().zip(input)) {
+    for (bytes, (s, i)) in out
+        .as_chunks_mut::<4>()
+        .0
+        .iter_mut()
+        .zip(state.iter().zip(input))
+    {
         bytes.copy_from_slice(&s.wrapping_add(i).to_le_bytes());
     }
     out

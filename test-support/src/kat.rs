@@ -130,7 +130,7 @@ pub fn sha256(data: &[u8]) -> [u8; 32] {
         msg.push(0);
     }
     msg.extend_from_slice(&((data.len() as u64) * 8).to_be_bytes());
-    for chunk in msg.chunks_exact(64) {
+    for chunk in msg.as_chunks::<64>().0 {
         let mut w = [0u32; 64];
         for i in 0..16 {
             w[i] = u32::from_be_bytes(chunk[4 * i..4 * i + 4].try_into().unwrap());
@@ -171,7 +171,7 @@ pub fn sha256(data: &[u8]) -> [u8; 32] {
         }
     }
     let mut out = [0u8; 32];
-    for (o, w) in out.chunks_exact_mut(4).zip(h) {
+    for (o, w) in out.as_chunks_mut::<4>().0.iter_mut().zip(h) {
         o.copy_from_slice(&w.to_be_bytes());
     }
     out
