@@ -197,6 +197,8 @@ fi
 if want emulated; then
   started=$SECONDS
   echo "== other architectures under qemu-user: every test target, release builds"
+  # One test at a time, as in the CPU-model runs: a child forked while other test threads
+  # run can hang in the emulator.
   apt_check qemu-user gcc-aarch64-linux-gnu gcc-s390x-linux-gnu libc6-dev-arm64-cross \
     libc6-dev-s390x-cross
   for target in aarch64-unknown-linux-gnu s390x-unknown-linux-gnu; do
@@ -211,7 +213,7 @@ if want emulated; then
       "CARGO_TARGET_${var}_RUNNER=qemu-$arch -L /usr/$triple" \
       "FKRNG_TEST_RUNNER=qemu-$arch -L /usr/$triple" \
       "${cargo_std[@]}" test --target "$target" --release --workspace --all-features "${hooks[@]}" \
-      --no-fail-fast -- --show-output
+      --no-fail-fast -- --show-output --test-threads=1
     record "$target" emulated portable "$binaries" "$tests" "wipe-on-fork-claims"
     done_with "target/emu-$arch"
   done
