@@ -802,23 +802,12 @@ extern "C" fn read_in_handler(_: libc::c_int) {
     read_at(HEADROOM_BASE.load(Relaxed) + HEADROOM.load(Relaxed));
 }
 
-/// The headroom handler as installed on x86-64: [`read_in_handler`] called with the
-/// stack pointer 16-byte aligned as the ABI wants it (qemu-x86_64 7.2 enters handlers on an
-/// alternate stack 8 bytes off, which the aligned vector stores of the read's code fault
-/// on; natively this changes nothing).
 #[cfg(target_arch = "x86_64")]
-#[unsafe(naked)]
-extern "C" fn headroom_handler(_: libc::c_int) {
-    core::arch::naked_asm!(
-        "push rbp",
-        "mov rbp, rsp",
-        "and rsp, -16",
-        "call {handler}",
-        "mov rsp, rbp",
-        "pop rbp",
-        "ret",
-        handler = sym read_in_handler,
-    );
+fkrng_test_support::aligned_handler! {
+    /// The headroom handler as installed on x86-64: [`read_in_handler`] with the stack
+    /// pointer 16-byte aligned (qemu-x86_64 enters handlers on an alternate stack 8 bytes
+    /// off, which the aligned vector stores of the read's code fault on).
+    fn headroom_handler => read_in_handler
 }
 
 /// The headroom handler as installed elsewhere.

@@ -61,23 +61,10 @@ enum Reader {
     Fill16,
 }
 
-/// [`on_trap`] entered with the stack aligned to 16 bytes, as the System V ABI promises a
-/// handler: qemu-user 7.2 delivers x86-64 signals 8 bytes off it, and code that a `fork()`
-/// from the handler runs (the atfork handlers) may then fault on an aligned SSE store.
-#[unsafe(naked)]
-extern "C" fn on_trap_aligned(_: libc::c_int) {
-    // The frame pointer keeps the entry stack pointer; `on_trap` gets its argument in edi
-    // untouched and returns through the restored stack.
-    core::arch::naked_asm!(
-        "push rbp",
-        "mov rbp, rsp",
-        "and rsp, -16",
-        "call {handler}",
-        "mov rsp, rbp",
-        "pop rbp",
-        "ret",
-        handler = sym on_trap,
-    );
+fkrng_test_support::aligned_handler! {
+    /// [`on_trap`] entered with the stack aligned to 16 bytes (qemu-user misaligns it), so
+    /// that a `fork()` from the handler runs its atfork handlers on an aligned stack.
+    fn on_trap_aligned => on_trap
 }
 
 /// One read by `reader` with the trap flag set around it. Never inlined: every call runs the
