@@ -905,6 +905,15 @@ extern "C" fn fork_in_handler(_: libc::c_int) {
     }
 }
 
+#[cfg(all(target_os = "linux", target_arch = "x86_64", fkrng_test_hooks))]
+fkrng_test_support::aligned_handler! {
+    /// [`fork_in_handler`] entered with the stack aligned (qemu-user misaligns it), so that
+    /// the atfork handlers its `fork()` runs keep to the ABI's alignment.
+    fn fork_in_handler_aligned => fork_in_handler
+}
+#[cfg(all(target_os = "linux", not(target_arch = "x86_64"), fkrng_test_hooks))]
+use fork_in_handler as fork_in_handler_aligned;
+
 #[cfg(all(target_os = "linux", fkrng_test_hooks))]
 fn raise_fork_signal() {
     // SAFETY: raises a signal whose handler (installed by the test) is `fork_in_handler`.
@@ -993,7 +1002,7 @@ fn a_read_interrupted_by_a_fork_in_a_signal_handler_is_served_again() {
         return;
     }
     // SAFETY: `fork_in_handler` forks and reads, as a handler may; only this test raises SIGUSR1.
-    unsafe { fkrng_test_support::signals::on_signal(libc::SIGUSR1, fork_in_handler, 0) };
+    unsafe { fkrng_test_support::signals::on_signal(libc::SIGUSR1, fork_in_handler_aligned, 0) };
     crate::fill(&mut [0u8; 16]);
     // A raw `clone` child is caught by its wiped pages: promised only where the kernel
     // honours wipe-on-fork.
