@@ -49,7 +49,7 @@ use std::path::PathBuf;
                   -writerand, -engine, -provider, -provider-path and -propquery are refused. \
                   --help and --version work only alone.\n\n\
                   Exit status: 0 on success, also when the reader closes the pipe of an \
-                  endless --raw and when stdout is /dev/null (however it was opened); 1 when \
+                  endless --raw and when stdout is /dev/null opened for writing; 1 when \
                   the OS random source or the output fails: a COUNT that the reader did not \
                   take whole (fkrng --raw 4MiB | head -c 100), a stdout that was closed when \
                   fkrng started (\"Bad file descriptor\"), a FILE that cannot be written; 2 \
@@ -249,8 +249,23 @@ fn lookalike_dash(arg: &OsStr) -> Option<Error> {
         "options begin with two ASCII hyphens, as in '--hex'".to_owned()
     };
     Some(Error::new(format!(
-        "'{text}' begins with {what}, not '-'; {hint}"
+        "'{}' begins with {what}, not '-'; {hint}",
+        one_line(text)
     )))
+}
+
+/// `text` for a one-line message: control characters (a newline, an escape) written as
+/// Rust escapes (`\n`, `\u{1b}`), everything else as it is.
+pub fn one_line(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }
 
 /// The argument list with openssl's aliases replaced by the flags they stand for (up to a
@@ -275,11 +290,11 @@ fn expand_aliases(args: impl IntoIterator<Item = OsString>) -> Result<Vec<OsStri
             } else if arg
                 .to_str()
                 .and_then(|a| a.strip_prefix('-'))
-                .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+                .is_some_and(|d| d.starts_with(|c: char| c.is_ascii_digit()))
             {
                 return Err(Error::new(format!(
                     "invalid COUNT '{}': a count cannot be negative",
-                    arg.to_string_lossy()
+                    one_line(&arg.to_string_lossy())
                 )));
             }
         }
@@ -318,7 +333,27 @@ where
 {
     let args = expand_aliases(args.into_iter().map(Into::into))?;
     let given = args.len().saturating_sub(1);
-    let args = Args::try_parse_from(args).map_err(|e| from_clap(&e))?;
+    let args = Args::try_parse_from(&args).map_err(|e| {
+        // clap quotes arguments as they are; a control character in one (a newline) would
+        // break the one-line message.
+        let control = |a: &OsString| a.to_str().is_some_and(|t| t.chars().any(char::is_control));
+        if !args.iter().any(control) {
+            return from_clap(&e);
+        }
+        // A bad COUNT: the parser's own message, which quotes the text escaped.
+        if e.kind() == clap::error::ErrorKind::ValueValidation
+            && let Some(why) = std::error::Error::source(&e)
+        {
+            return Error::new(format!("invalid COUNT: {why}"));
+        }
+        // Otherwise clap's message for the list with the characters escaped (the same
+        // error, unless escaping cured it).
+        let escaped = args.iter().map(|a| match a.to_str() {
+            Some(text) => OsString::from(one_line(text)),
+            None => a.clone(),
+        });
+        from_clap(&Args::try_parse_from(escaped).err().unwrap_or(e))
+    })?;
     if args.help || args.version {
         let flag = if args.help { "--help" } else { "--version" };
         if given != 1 || (args.help && args.version) {

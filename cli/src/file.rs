@@ -14,10 +14,11 @@
 //! - first `O_CREAT|O_EXCL` with mode 0600 (then set to exactly 0600, whatever the umask):
 //!   a new file, which this run owns and removes again if it does not complete (see
 //!   [`crate::interrupt`]);
-//! - when the name exists, `O_CREAT|O_TRUNC` without `O_EXCL`, which is how `>` opens it:
-//!   the same inode is truncated and written in place, so its owner, group, mode, ACLs,
-//!   extended attributes, hard links and bind mounts stay, and a device or FIFO is written
-//!   as it is. A failure part way leaves it truncated or part written, as `>` would.
+//! - when the name exists, `O_TRUNC` (`>` adds `O_CREAT`, which here would create a file,
+//!   and leave it behind, should the name be removed in between): the same inode is
+//!   truncated and written in place, so its owner, group, mode, ACLs, extended attributes,
+//!   hard links and bind mounts stay, and a device or FIFO is written as it is. A failure
+//!   part way leaves it truncated or part written, as `>` would.
 //! - a symbolic link to a name that does not exist is refused: `O_EXCL` does not create
 //!   through a link (the kernel answers `EEXIST`), and a file created at the end of a link
 //!   could not be removed again without resolving the link here.
@@ -28,7 +29,7 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
-use std::os::fd::{AsFd, BorrowedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
@@ -51,6 +52,13 @@ pub fn open(path: &Path) -> io::Result<Target> {
     if path == Path::new("-") {
         return Ok(Target::Stdout);
     }
+    // A stdout or stderr the caller closed is refused through its links too: reopening
+    // `/dev/stdout` would reach the runtime's `/dev/null` stand-in and lose the output.
+    if let Some(fd) = names_descriptor(path)
+        && crate::output::closed_at_start(fd) == Some(true)
+    {
+        return Err(path_error(path, io::Error::from_raw_os_error(libc::EBADF)));
+    }
     if let Ok(meta) = fs::metadata(path)
         && !meta.file_type().is_char_device()
     {
@@ -69,11 +77,42 @@ pub fn open(path: &Path) -> io::Result<Target> {
     OutFile::create(path).map(Target::File)
 }
 
-/// Whether `meta` is that of the file open on `fd` (the same device and inode).
+/// The descriptor of this process that `path` reopens through `/proc`'s descriptor links
+/// (`/dev/stdout`, `/dev/fd/N`, `/proc/self/fd/N`, after any symbolic links), if any.
+fn names_descriptor(path: &Path) -> Option<libc::c_int> {
+    let pid = std::process::id();
+    let fd_dirs = [
+        format!("/proc/{pid}/fd"),
+        format!("/proc/{pid}/task/{pid}/fd"),
+    ];
+    let mut path = path.to_owned();
+    // The kernel's limit on links followed in one lookup.
+    for _ in 0..40 {
+        let name = path.file_name()?.to_owned();
+        let parent = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        let parent = fs::canonicalize(parent).ok()?;
+        if fd_dirs.iter().any(|d| parent == Path::new(d)) {
+            return name.to_str()?.parse().ok();
+        }
+        path = parent.join(fs::read_link(parent.join(&name)).ok()?);
+    }
+    None
+}
+
+/// Whether `meta` is that of the file open on `fd` (the same device and inode) for writing;
+/// a descriptor opened read-only (`1< FILE`) cannot take the output, so the path is opened.
 fn is_open_on(meta: &fs::Metadata, fd: BorrowedFd<'_>) -> bool {
-    fd.try_clone_to_owned()
-        .and_then(|fd| File::from(fd).metadata())
-        .is_ok_and(|open| open.dev() == meta.dev() && open.ino() == meta.ino())
+    // SAFETY: F_GETFL on a borrowed descriptor; no pointers are passed.
+    let flags = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) };
+    flags != -1
+        && flags & libc::O_ACCMODE != libc::O_RDONLY
+        && fd
+            .try_clone_to_owned()
+            .and_then(|fd| File::from(fd).metadata())
+            .is_ok_and(|open| open.dev() == meta.dev() && open.ino() == meta.ino())
 }
 
 /// The output file, written in place.
@@ -121,14 +160,20 @@ impl OutFile {
             )),
             _ => named(e),
         })?;
+        // No `O_CREAT`: a name removed since the first open is an error here, not a new
+        // file this run would leave behind.
         let file = OpenOptions::new()
             .write(true)
-            .create(true)
             .truncate(true)
-            .mode(0o600)
             .custom_flags(libc::O_NOCTTY)
             .open(path)
-            .map_err(named)?;
+            .map_err(|e| match e.kind() {
+                io::ErrorKind::NotFound => named(io::Error::new(
+                    e.kind(),
+                    "removed by another process while being opened; nothing written",
+                )),
+                _ => named(e),
+            })?;
         let after = file.metadata().map_err(named)?;
         if (after.dev(), after.ino()) != (before.dev(), before.ino()) {
             return Err(named(io::Error::other(
@@ -169,5 +214,6 @@ impl Write for OutFile {
 /// `e` with `path` in front of its message ("key.bin: No space left on device (os error
 /// 28)"), keeping its kind.
 fn path_error(path: &Path, e: io::Error) -> io::Error {
-    io::Error::new(e.kind(), format!("{}: {e}", path.display()))
+    let shown = crate::args::one_line(&path.to_string_lossy());
+    io::Error::new(e.kind(), format!("{shown}: {e}"))
 }

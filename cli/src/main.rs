@@ -45,6 +45,11 @@ impl From<io::Error> for Failure {
 }
 
 fn main() -> ExitCode {
+    // A write past the file-size limit (`ulimit -f`) fails with `EFBIG` and ends the run by
+    // that error, which names the file and removes a new one, instead of SIGXFSZ killing
+    // the run with the file half written.
+    // SAFETY: sets SIGXFSZ's disposition to ignore; no handler is installed.
+    unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) };
     let result = args::parse_from(std::env::args_os())
         .map_err(Failure::Usage)
         .and_then(run);

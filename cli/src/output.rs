@@ -41,6 +41,8 @@ const WAS_CLOSED: u8 = 2;
 
 /// What the constructor saw of fd 1 before the runtime's initialisation.
 static STDOUT_AT_START: AtomicU8 = AtomicU8::new(NOT_RECORDED);
+/// The same of fd 2 (for `--out /dev/stderr`).
+static STDERR_AT_START: AtomicU8 = AtomicU8::new(NOT_RECORDED);
 
 /// The constructor that fills [`STDOUT_AT_START`], on ELF targets.
 #[cfg(any(
@@ -54,16 +56,18 @@ static STDOUT_AT_START: AtomicU8 = AtomicU8::new(NOT_RECORDED);
     target_os = "solaris"
 ))]
 mod record {
-    use super::{Ordering, STDOUT_AT_START, WAS_CLOSED, WAS_OPEN};
+    use super::{Ordering, STDERR_AT_START, STDOUT_AT_START, WAS_CLOSED, WAS_OPEN};
 
-    /// Records whether fd 1 is open. Runs before `main`, and so before the Rust runtime
-    /// replaces a closed fd 1 with `/dev/null`; it uses nothing of the runtime.
+    /// Records whether fds 1 and 2 are open. Runs before `main`, and so before the Rust
+    /// runtime replaces a closed one with `/dev/null`; it uses nothing of the runtime.
     extern "C" fn record_stdout() {
-        // SAFETY: F_GETFD on fd 1 only reads that descriptor's flags; no pointers are
-        // passed, and it fails (with EBADF) only when fd 1 is not open.
-        let flags = unsafe { libc::fcntl(libc::STDOUT_FILENO, libc::F_GETFD) };
-        let state = if flags == -1 { WAS_CLOSED } else { WAS_OPEN };
-        STDOUT_AT_START.store(state, Ordering::Relaxed);
+        for (fd, record) in [(1, &STDOUT_AT_START), (2, &STDERR_AT_START)] {
+            // SAFETY: F_GETFD only reads the descriptor's flags; no pointers are passed,
+            // and it fails (with EBADF) only when the descriptor is not open.
+            let flags = unsafe { libc::fcntl(fd, libc::F_GETFD) };
+            let state = if flags == -1 { WAS_CLOSED } else { WAS_OPEN };
+            record.store(state, Ordering::Relaxed);
+        }
     }
 
     /// [`record_stdout`] in the executable's `.init_array`, whose functions the C
@@ -76,7 +80,18 @@ mod record {
 /// Whether fd 1 was closed when the process started: `Some` when the constructor recorded
 /// it, `None` where it did not run.
 fn stdout_closed_at_start() -> Option<bool> {
-    match STDOUT_AT_START.load(Ordering::Relaxed) {
+    closed_at_start(libc::STDOUT_FILENO)
+}
+
+/// Whether `fd` (1 or 2; any other is `None`) was closed when the process started: `Some`
+/// when the constructor recorded it, `None` where it did not run.
+pub fn closed_at_start(fd: libc::c_int) -> Option<bool> {
+    let record = match fd {
+        libc::STDOUT_FILENO => &STDOUT_AT_START,
+        libc::STDERR_FILENO => &STDERR_AT_START,
+        _ => return None,
+    };
+    match record.load(Ordering::Relaxed) {
         WAS_OPEN => Some(false),
         WAS_CLOSED => Some(true),
         _ => None,

@@ -363,6 +363,10 @@ fn bad_input_is_a_short_error_with_status_2() {
         &["--raw", "--out", "f"],           // --out without a count
         &["-out"],                          // --out without a file
         &["-rand", "f", "--raw", "32"],     // an openssl option fkrng lacks
+        &["--hex", "1\n2"],                 // a newline, shown escaped on one line
+        &["--he\nx", "4"],                  // the same in an unknown flag
+        &["\u{2014}hex\nx", "4"],           // and in a dash look-alike
+        &["-1K"],                           // negative, with a suffix
     ];
     for args in cases {
         let out = fkrng(args);
@@ -517,12 +521,57 @@ fn fkrng_redirected(redirect: &str, args: &[&str]) -> (ExitStatus, String) {
 
 #[test]
 fn closed_stdout_is_an_error() {
-    for args in [&["16"][..], &["--raw"], &["--base64", "1GiB"], &["--help"]] {
+    for args in [
+        &["16"][..],
+        &["--raw"],
+        &["--base64", "1GiB"],
+        &["--help"],
+        // Its links reopen the runtime's `/dev/null` stand-in: refused as well.
+        &["--hex", "--out", "/dev/stdout", "16"],
+        &["--hex", "--out", "/dev/fd/1", "16"],
+        &["--hex", "--out", "/proc/self/fd/1", "16"],
+    ] {
         let (status, err) = fkrng_redirected(">&-", args);
         assert_eq!(status.code(), Some(1), "{args:?} >&-: {err}");
         assert!(err.contains("Bad file descriptor"), "{args:?} >&-: {err}");
         assert_eq!(err.lines().count(), 1, "{args:?} >&-: {err}");
     }
+}
+
+/// `--out /dev/stderr` with stderr closed at start fails (status 1) rather than writing
+/// into the runtime's `/dev/null` stand-in; `--out /dev/null` with stdout closed is
+/// `/dev/null` as named, and succeeds.
+#[test]
+fn closed_stderr_through_its_link_is_an_error() {
+    let (status, _) = fkrng_redirected("2>&-", &["--hex", "--out", "/dev/stderr", "8"]);
+    assert_eq!(status.code(), Some(1));
+    let (status, err) = fkrng_redirected(">&-", &["--hex", "--out", "/dev/null", "8"]);
+    assert_eq!(status.code(), Some(0), "{err}");
+}
+
+/// `--out FILE` where stdout is FILE opened read-only (`1< FILE`) opens FILE by its path,
+/// as `>` would, instead of writing through the read-only descriptor.
+#[test]
+fn out_to_the_file_stdout_reads_opens_it_anew() {
+    let dir = scratch_dir("read-only-stdout");
+    let path = dir.join("key.bin");
+    std::fs::write(&path, b"old key\n").unwrap();
+    let out = tool()
+        .args(["--raw", "--out", path.to_str().unwrap(), "8"])
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::open(&path).unwrap())
+        .output()
+        .expect("run fkrng");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let written = std::fs::read(&path).unwrap();
+    assert_eq!(written.len(), 8);
+    assert_ne!(written, b"old key\n"[..8]);
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// A stderr that cannot take the message (`/dev/full`) does not turn an error into a panic:
@@ -1072,8 +1121,9 @@ fn out_in_a_sticky_directory_follows_the_kernel() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// A write that fails halfway (the file size limit, which binds root too, with SIGXFSZ
-/// ignored so that the write fails with EFBIG) exits 1 naming the path: a new file is
+/// A write that fails halfway (the file size limit, which binds root too; SIGXFSZ left at
+/// its default action, which would end the run with the file half written) exits 1
+/// naming the path: a new file is
 /// removed again, an existing one keeps its inode and holds what was written, as `>`
 /// leaves it.
 #[test]
@@ -1089,11 +1139,12 @@ fn failed_out_write_removes_a_new_file() {
         command
             .args(["--raw", "--out", path.to_str().unwrap(), "1MiB"])
             .stdin(Stdio::null());
+        // SIGXFSZ keeps its default action (ending the process): the tool must turn the
+        // limit into a write error itself.
         // SAFETY: the closure runs in the child between fork and exec and calls only
-        // signal(2) and setrlimit(2), both async-signal-safe, with a valid rlimit.
+        // setrlimit(2), which is async-signal-safe, with a valid rlimit.
         unsafe {
             command.pre_exec(|| {
-                libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
                 let limit = libc::rlimit {
                     rlim_cur: 64 << 10,
                     rlim_max: 64 << 10,
@@ -1347,7 +1398,7 @@ fn writing_a_large_file(path: &std::path::Path, hup_ignored: bool) -> Child {
                 rlim_max: 0,
             };
             libc::setrlimit(libc::RLIMIT_CORE, &none);
-            // A run whose signal is lost stops at 16 GiB (SIGXFSZ) instead of filling the disk
+            // A run whose signal is lost stops at 16 GiB (EFBIG) instead of filling the disk
             // (the 32-bit count is 3 GiB already).
             #[cfg(target_pointer_width = "64")]
             libc::setrlimit(
