@@ -1,7 +1,8 @@
 //! fkrng: a fast, fork-safe, backtracking-resistant cryptographic random number generator.
 //!
 //! Each thread owns a fast-key-erasure ChaCha20 generator seeded from the OS, which reseeds
-//! every 1 to 2 MiB or 60 s, in a forked child, after a detected VM snapshot restore
+//! at the first refill or direct fill after 1 to 2 MiB of output or 60 s (a single large read
+//! is one batch under one key), in a forked child, after a detected VM snapshot restore
 //! ([`snapshot_protection`]) and on request ([`reseed`], [`reseed_all`]). [`FkeRng`] is the
 //! same construction, seeded by the caller. Design and guarantees: docs/DESIGN.md and
 //! docs/SECURITY.md; nonces: [`nonces`].

@@ -6,8 +6,9 @@
  * them). Linux and Android.
  *
  * Each thread has its own generator, seeded from the kernel (the getrandom system call,
- * or /dev/urandom where that is missing or refused) on its first read, reseeded every 1 to
- * 2 MiB of output or 60 seconds, in a forked child before its first output, and after a VM
+ * or /dev/urandom where that is missing or refused) on its first read, reseeded at the first
+ * refill or direct fill after 1 to 2 MiB of output or 60 seconds (a single large read is one
+ * batch under one key), in a forked child before its first output, and after a VM
  * snapshot restore where the VMClock device is present. Small reads are a copy from the
  * thread's 992-byte buffer: no system call, no lock, no allocation. Every function may be
  * called from any thread, from signal handlers and from thread-exit destructors (those
