@@ -130,11 +130,11 @@ fn no_unwind<R>(function: &str, f: impl FnOnce() -> R) -> R {
 
 /// Fills `len` bytes at `buf` from the calling thread's generator (`fkrng::try_fill`).
 ///
-/// Returns 0 on success, with `errno` as the caller left it. Returns -1 with `errno` set,
-/// and writes nothing to `buf`, when
-/// `buf` is NULL while `len` is not 0 (`EINVAL`), when `len` exceeds `PTRDIFF_MAX`
-/// (`EINVAL`), or when the OS random source fails at a (re)seeding: the OS error number,
-/// or `EIO` for a failure without one. `len` 0 returns 0 and touches nothing.
+/// Returns 0 on success, with `errno` as the caller left it. Returns -1 with `errno` set
+/// when `buf` is NULL while `len` is not 0 (`EINVAL`) or `len` exceeds `PTRDIFF_MAX`
+/// (`EINVAL`), writing nothing to `buf`, or when the OS random source fails at a
+/// (re)seeding: the OS error number, or `EIO` for a failure without one, with `len` zero
+/// bytes in `buf` (never output). `len` 0 returns 0 and touches nothing.
 ///
 /// Safe in signal handlers and thread-local destructors (those reads use a one-off
 /// generator keyed from the OS) and in forked children (they reseed first), once the
@@ -155,8 +155,8 @@ pub unsafe extern "C" fn fkrng_fill(buf: *mut c_void, len: usize) -> c_int {
     }
     // SAFETY: the caller guarantees `buf` is valid for writes of `len` bytes (and `len` is at
     // most `isize::MAX`). The memory belongs to C code, which Rust cannot see as uninitialised;
-    // `try_fill` only writes to it, and writes nothing on error, so the caller's bytes are
-    // left as they were (not even zeroed) when the fill fails.
+    // `try_fill` only writes to it: keystream on success, zeros over all `len` bytes (never
+    // the caller's old bytes, never output) on error.
     let dest = unsafe { core::slice::from_raw_parts_mut(buf.cast::<u8>(), len) };
     match no_unwind("fkrng_fill", || fkrng::try_fill(dest)) {
         Ok(()) => 0,
