@@ -10,9 +10,12 @@
 //! No call unwinds into C. `fkrng_fill` and `fkrng_reseed` report an OS failure as -1 with
 //! `errno` set; the functions that return a value or nothing (`fkrng_u32`, `fkrng_u64`,
 //! `arc4random*`) cannot report one, and abort the process with a one-line message on
-//! stderr instead, as OpenBSD's do: they never return bytes from an unseeded key. The OS
-//! random source fails only when the kernel has neither `getrandom(2)` nor a readable
-//! `/dev/urandom` (or a seccomp filter refuses both).
+//! stderr instead, as OpenBSD's do: they never return bytes from an unseeded key. Only
+//! `ENOSYS` and `EPERM` from `getrandom(2)` (a kernel without it, a seccomp filter) send a
+//! seed to `/dev/urandom`; any other error of the system call (`EINTR` is retried), a
+//! failure of `/dev/urandom` or of the check that the pool is ready (`EAGAIN` where the
+//! entropy count is low), and a failed `pthread_atfork` (`ENOMEM`) are reported, so check
+//! `fkrng_fill`'s and `fkrng_reseed`'s results.
 //!
 //! A call that succeeds leaves `errno` as the caller had it. System calls made on the way
 //! set it (the VMClock device probe at a process's first seeding fails with `ENOENT` on
