@@ -244,9 +244,11 @@ pub fn rng() -> ThreadRng {
     ThreadRng::default()
 }
 
-/// Reseeds the calling thread's generator now: `K = K XOR S` with 32 fresh OS bytes `S`, and
+/// Reseeds the calling thread's generator now: `K = K XOR S XOR D` with 32 fresh OS bytes `S`
+/// and the diversifier `D` (which separates VM clones whose kernels give them one `S`), and
 /// the buffer is wiped. Does nothing (returns `Ok`) from a signal handler that interrupted a
-/// read, or during thread exit; as a thread's first use it is not async-signal-safe.
+/// read, during thread exit, or when the memory for the thread's state is refused (its reads
+/// then use one-off generators); as a thread's first use it is not async-signal-safe.
 ///
 /// # Errors
 /// [`Error`] when the OS source fails (the key is kept), or, on the thread's first use, when
