@@ -5,9 +5,11 @@ use core::fmt;
 /// A failure of the operating system's random source, which fkrng seeds and reseeds from.
 ///
 /// Returned by [`crate::try_fill`] and [`crate::reseed`] when the first seeding of a thread, a
-/// reseed after `fork` or [`crate::reseed_all`], or an on-demand reseed cannot get 32 fresh bytes
-/// from the OS, or when a thread's first read cannot register the fork handler (`pthread_atfork`
-/// failed) that tells a forked child to reseed. No output is produced then: fkrng never falls back
+/// reseed after `fork` or [`crate::reseed_all`], an on-demand reseed or a one-off read (in a
+/// signal handler that interrupted a read, after the thread's state was released, when the
+/// memory for it is refused) cannot get 32 fresh bytes from the OS, or when a thread's first
+/// read cannot register the fork handler (`pthread_atfork` failed) that tells a forked child
+/// to reseed. No output is produced then: fkrng never falls back
 /// to an unseeded, all-zero or inherited key, nor to a state that a fork could duplicate unnoticed.
 #[derive(Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]

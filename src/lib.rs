@@ -114,8 +114,10 @@ fn fill_failed(e: Error) -> ! {
 ///
 /// # Errors
 /// [`Error`] when the OS random source fails or returns only zero bytes where the thread must
-/// seed (first use, after a `fork`, [`reseed_all`] or a detected VM snapshot restore), or its
-/// first read cannot register the fork handler (`pthread_atfork`).
+/// seed (first use, after a `fork`, [`reseed_all`] or a detected VM snapshot restore) or where
+/// the read is served by a one-off generator keyed from the OS (in a signal handler that
+/// interrupted a read, after the thread's state was released at exit, when the memory for
+/// the state is refused), or its first read cannot register the fork handler (`pthread_atfork`).
 #[cfg(feature = "std")]
 #[inline(always)]
 pub fn try_fill(dest: &mut [u8]) -> Result<(), Error> {
