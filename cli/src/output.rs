@@ -44,7 +44,7 @@ static STDOUT_AT_START: AtomicU8 = AtomicU8::new(NOT_RECORDED);
 /// The same of fd 2 (for `--out /dev/stderr`).
 static STDERR_AT_START: AtomicU8 = AtomicU8::new(NOT_RECORDED);
 
-/// The constructor that fills [`STDOUT_AT_START`], on ELF targets.
+/// The constructor that fills [`STDOUT_AT_START`] and [`STDERR_AT_START`], on ELF targets.
 #[cfg(any(
     target_os = "linux",
     target_os = "android",
@@ -60,7 +60,7 @@ mod record {
 
     /// Records whether fds 1 and 2 are open. Runs before `main`, and so before the Rust
     /// runtime replaces a closed one with `/dev/null`; it uses nothing of the runtime.
-    extern "C" fn record_stdout() {
+    extern "C" fn record_standard_descriptors() {
         for (fd, record) in [(1, &STDOUT_AT_START), (2, &STDERR_AT_START)] {
             // SAFETY: F_GETFD only reads the descriptor's flags; no pointers are passed,
             // and it fails (with EBADF) only when the descriptor is not open.
@@ -70,17 +70,11 @@ mod record {
         }
     }
 
-    /// [`record_stdout`] in the executable's `.init_array`, whose functions the C
+    /// [`record_standard_descriptors`] in the executable's `.init_array`, whose functions the C
     /// library's startup code runs before `main`.
     #[used]
     #[unsafe(link_section = ".init_array")]
-    static RECORD_STDOUT: extern "C" fn() = record_stdout;
-}
-
-/// Whether fd 1 was closed when the process started: `Some` when the constructor recorded
-/// it, `None` where it did not run.
-fn stdout_closed_at_start() -> Option<bool> {
-    closed_at_start(libc::STDOUT_FILENO)
+    static RECORD_STANDARD_DESCRIPTORS: extern "C" fn() = record_standard_descriptors;
 }
 
 /// Whether `fd` (1 or 2; any other is `None`) was closed when the process started: `Some`
@@ -111,11 +105,11 @@ impl Stdout {
     /// documentation for how that is told apart from a `/dev/null` stdout), or the error of
     /// `dup`.
     pub fn open() -> io::Result<Self> {
-        if stdout_closed_at_start() == Some(true) {
+        if closed_at_start(libc::STDOUT_FILENO) == Some(true) {
             return Err(io::Error::from_raw_os_error(libc::EBADF));
         }
         let file = File::from(io::stdout().as_fd().try_clone_to_owned()?);
-        if stdout_closed_at_start().is_none() && is_runtime_dev_null(&file)? {
+        if closed_at_start(libc::STDOUT_FILENO).is_none() && is_runtime_dev_null(&file)? {
             return Err(io::Error::from_raw_os_error(libc::EBADF));
         }
         Ok(Self { file })
