@@ -13,7 +13,8 @@
 #   windows   the library's unit and integration tests for x86_64-pc-windows-gnu under Wine
 #             (scripts/wine/runner.sh); test targets that need Linux print what they skip
 #   i686      the whole test suite for i686-unknown-linux-gnu (32-bit), natively, linked to
-#             Debian's i386 cross C library
+#             Debian's i386 cross C library; then the scrub-depth test in release builds,
+#             with and without an opt-level in RUSTFLAGS
 #   wasi      the library's unit tests for wasm32-wasip1 under Node's node:wasi
 #             (scripts/wasi/runner.mjs)
 #   wasm      a smoke module for wasm32-unknown-unknown: built with getrandom's wasm_js
@@ -274,7 +275,23 @@ if want i686; then
     "${cargo_std[@]}" test --target "$target" --workspace --all-features --no-fail-fast \
     -- --test-threads=1
   record "$target" native small-stack "$binaries" "$tests" "64-bit-only-tests"
-  done_with target/i686
+  # The scrub's depth as a dependent's release build sets it: the profile alone (the
+  # `chacha20` crate's path), and an opt-level through RUSTFLAGS, which Cargo's OPT_LEVEL
+  # does not show (build.rs reads it from CARGO_ENCODED_RUSTFLAGS).
+  for level in "" "-C opt-level=0 -C debug-assertions=off" "-C opt-level=s"; do
+    suite "i686 release ${level:-(profile)}: scrub depth" "$logdir/i686-scrub.log" -- \
+      env CARGO_TARGET_DIR=target/i686-release \
+      CARGO_TARGET_I686_UNKNOWN_LINUX_GNU_LINKER=i686-linux-gnu-gcc \
+      RUSTFLAGS="--cfg fkrng_test_hooks -C link-arg=-Wl,--dynamic-linker=$lib/ld-linux.so.2,-rpath=$lib $level" \
+      "${cargo_std[@]}" test --release --target "$target" --lib -- \
+      --exact keystream::tests::scrub_covers_the_deepest_keystream_frame --nocapture
+    grep -E 'bytes below the caller' "$logdir/i686-scrub.log"
+    grep -q '^test result: ok. 1 passed' "$logdir/i686-scrub.log" || {
+      echo "FAILED: the scrub-depth test did not run (i686 release ${level:-(profile)})" >&2
+      exit 1
+    }
+  done
+  done_with target/i686 target/i686-release
   echo "-- section i686: $((SECONDS - started)) s"
 fi
 
