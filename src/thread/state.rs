@@ -50,12 +50,17 @@ impl ThreadState {
     }
 
     /// The fixed-size fast path: `N` bytes taken, then [`Self::current`]; `None` when too few
-    /// are left (nothing taken) or the state was or went stale (the bytes are dropped).
+    /// are left (nothing taken) or the state was or went stale (the bytes are zeroed: another
+    /// process or VM may serve the same ones).
     #[inline(always)]
     pub(super) fn take<const N: usize>(&mut self) -> Option<[u8; N]> {
-        let out = self.fke.take::<N>()?;
+        let mut out = self.fke.take::<N>()?;
         crate::probe::at(crate::probe::Point::AfterCopy);
-        if self.current() { Some(out) } else { None }
+        if self.current() {
+            return Some(out);
+        }
+        out.zeroize();
+        None
     }
 
     /// Zeroes a read copied from a stale state and serves it anew by [`Self::fill_slow`] (reseeds).
