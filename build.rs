@@ -15,7 +15,7 @@ const LEVELS: [&str; 6] = ["0", "1", "2", "3", "s", "z"];
 /// The last optimisation level set in `flags` (0x1f-separated, as Cargo encodes them):
 /// `-C opt-level=L`, `-Copt-level=L`, `--codegen opt-level=L`, `--codegen=opt-level=L`, or
 /// `-O` (level 3; the levels 2 and 3 make the same choice).
-fn level_in(flags: &str) -> Option<String> {
+fn level_in(flags: &str) -> Option<&str> {
     let mut level = None;
     let mut codegen_next = false;
     for flag in flags.split('\x1f') {
@@ -25,14 +25,14 @@ fn level_in(flags: &str) -> Option<String> {
             codegen_next = true;
             None
         } else if flag == "-O" {
-            level = Some("3".to_string());
+            level = Some("3");
             None
         } else {
             flag.strip_prefix("-C")
                 .or_else(|| flag.strip_prefix("--codegen="))
         };
         if let Some(value) = option.and_then(|o| o.trim().strip_prefix("opt-level=")) {
-            level = Some(value.to_string());
+            level = Some(value);
         }
     }
     level
@@ -43,8 +43,9 @@ fn main() {
     println!("cargo::rerun-if-env-changed=OPT_LEVEL");
     println!("cargo::rerun-if-env-changed=CARGO_ENCODED_RUSTFLAGS");
     let flags = std::env::var("CARGO_ENCODED_RUSTFLAGS").unwrap_or_default();
-    let level = level_in(&flags).or_else(|| std::env::var("OPT_LEVEL").ok());
-    if let Some(level) = level.filter(|l| LEVELS.contains(&l.as_str())) {
+    let profile = std::env::var("OPT_LEVEL").unwrap_or_default();
+    let level = level_in(&flags).unwrap_or(&profile);
+    if LEVELS.contains(&level) {
         println!("cargo::rustc-cfg=fkrng_opt_level=\"{level}\"");
     }
 }

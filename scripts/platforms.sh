@@ -268,10 +268,11 @@ if want i686; then
   # test thread: beside small_stack_matches_the_chacha20_crate, the scrub-depth test
   # measures a refill 4 KiB deep on this target (docs/ASSURANCE.md).
   lib=/usr/i686-linux-gnu/lib
+  link="-C link-arg=-Wl,--dynamic-linker=$lib/ld-linux.so.2,-rpath=$lib"
+  export CARGO_TARGET_I686_UNKNOWN_LINUX_GNU_LINKER=i686-linux-gnu-gcc
   suite "i686" "$logdir/i686.log" -- \
     env CARGO_TARGET_DIR=target/i686 FKRNG_EXPECT_FORK_PROTECTION=WipeOnFork \
-    CARGO_TARGET_I686_UNKNOWN_LINUX_GNU_LINKER=i686-linux-gnu-gcc \
-    RUSTFLAGS="--cfg chacha20_avx512 --cfg fkrng_test_hooks -C link-arg=-Wl,--dynamic-linker=$lib/ld-linux.so.2,-rpath=$lib" \
+    RUSTFLAGS="--cfg chacha20_avx512 --cfg fkrng_test_hooks $link" \
     "${cargo_std[@]}" test --target "$target" --workspace --all-features --no-fail-fast \
     -- --test-threads=1
   record "$target" native small-stack "$binaries" "$tests" "64-bit-only-tests"
@@ -280,9 +281,7 @@ if want i686; then
   # does not show (build.rs reads it from CARGO_ENCODED_RUSTFLAGS).
   for level in "" "-C opt-level=0 -C debug-assertions=off" "-C opt-level=s"; do
     suite "i686 release ${level:-(profile)}: scrub depth" "$logdir/i686-scrub.log" -- \
-      env CARGO_TARGET_DIR=target/i686-release \
-      CARGO_TARGET_I686_UNKNOWN_LINUX_GNU_LINKER=i686-linux-gnu-gcc \
-      RUSTFLAGS="--cfg fkrng_test_hooks -C link-arg=-Wl,--dynamic-linker=$lib/ld-linux.so.2,-rpath=$lib $level" \
+      env CARGO_TARGET_DIR=target/i686-release RUSTFLAGS="--cfg fkrng_test_hooks $link $level" \
       "${cargo_std[@]}" test --release --target "$target" --lib -- \
       --exact keystream::tests::scrub_covers_the_deepest_keystream_frame --nocapture
     grep -E 'bytes below the caller' "$logdir/i686-scrub.log"
